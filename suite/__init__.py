@@ -1,0 +1,44 @@
+"""infersuite: MLPerf-style inference benchmarks driven by the real MLPerf LoadGen.
+
+The public API is small; the CLI (``suite``) is one client of it::
+
+    from suite import ConfigRequest, run
+    result = run(ConfigRequest(benchmark="digits", scenario="server", quick=True))
+
+Importing ``suite`` imports no ML framework and not LoadGen.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = ["ConfigRequest", "RunConfig", "RunResult", "SuiteError", "__version__", "run"]
+
+if TYPE_CHECKING:
+    from .api import run
+    from .config import ConfigRequest, RunConfig
+    from .errors import SuiteError
+    from .results import RunResult
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: `import suite` must stay fast and framework-free.
+    if name == "run":
+        from .api import run
+
+        return run
+    if name in ("ConfigRequest", "RunConfig"):
+        from . import config
+
+        return getattr(config, name)
+    if name == "SuiteError":
+        from .errors import SuiteError
+
+        return SuiteError
+    if name == "RunResult":
+        from .results import RunResult
+
+        return RunResult
+    raise AttributeError(f"module 'suite' has no attribute {name!r}")

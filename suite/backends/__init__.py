@@ -1,0 +1,107 @@
+"""The backend registry: names to classes, imported lazily.
+
+Built-in backends are listed in ``BUILTIN`` as ``"module:Class"`` strings, so
+listing them imports no framework. A backend outside the suite is named by its own
+``"package.module:Class"`` spec (for example a test double, or a vendor's backend).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import BackendUnavailable, ConfigError
+from .base import Backend, BackendBase, BackendInfo, BackendOptions
+
+__all__ = [
+    "BUILTIN",
+    "Backend",
+    "BackendBase",
+    "BackendInfo",
+    "BackendOptions",
+    "BackendStatus",
+    "backend_class",
+    "create",
+    "list_backends",
+]
+
+BUILTIN: dict[str, str] = {
+    "null": "suite.backends.null:NullBackend",
+    "onnxruntime": "suite.backends.onnxruntime:OnnxRuntimeBackend",
+}
+
+
+def _import(spec: str) -> type[BackendBase]:
+    module_name, _, class_name = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        cls = getattr(module, class_name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(
+            f"backend '{spec}' cannot be imported: {exc}",
+            hint="a custom backend is named 'package.module:ClassName' and must be importable",
+        ) from None
+    if not (isinstance(cls, type) and issubclass(cls, BackendBase)):
+        raise ConfigError(f"backend '{spec}' is not a suite.backends.BackendBase subclass")
+    return cls
+
+
+def backend_class(name: str) -> type[BackendBase]:
+    """The class for a registry name or a ``module:Class`` spec; suggests close names."""
+    if name in BUILTIN:
+        return _import(BUILTIN[name])
+    if ":" in name:
+        return _import(name)
+    close = difflib.get_close_matches(name, list(BUILTIN), n=1, cutoff=0.5)
+    raise ConfigError(
+        f"unknown backend '{name}' (known: {', '.join(BUILTIN)})",
+        hint=f"did you mean '{close[0]}'?" if close else "or name a custom one as 'module:Class'",
+    )
+
+
+def parse_options(name: str, raw: dict[str, Any], source: str = "config") -> BackendOptions:
+    """Validate ``[backend.<name>]`` options against the backend's ``Options`` model."""
+    cls = backend_class(name)
+    try:
+        return cls.Options.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{source}: backend.{name}.{key}: {first['msg']}") from None
+
+
+def create(name: str, options: dict[str, Any] | None = None) -> BackendBase:
+    """Instantiate a backend after checking it can run here.
+
+    Example::
+
+        backend = create("onnxruntime", {"intra_op_threads": 1})
+        info = backend.load(card, max_batch_size=64)
+    """
+    cls = backend_class(name)
+    reason = cls.unavailable_reason()
+    if reason is not None:
+        raise BackendUnavailable(f"backend '{name}' is not available: {reason}")
+    return cls(parse_options(name, options or {}))
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """One row of ``suite backends``."""
+
+    name: str
+    available: bool
+    reason: str
+
+
+def list_backends() -> list[BackendStatus]:
+    """Every built-in backend with whether it can run here and why not."""
+    rows = []
+    for name in BUILTIN:
+        reason = backend_class(name).unavailable_reason()
+        rows.append(BackendStatus(name, reason is None, reason or "ok"))
+    return rows

@@ -1,0 +1,327 @@
+"""Resolve a run's configuration from its layers, recording where every value came from.
+
+Layers, lowest to highest precedence (each later layer overrides earlier ones key by key):
+
+1. built-in defaults of the models below;
+2. ``run_rules/<round>.toml``: what the round fixes (overriding any of these makes the
+   run non-submittable);
+3. ``scenarios/<scenario>.toml``: its top-level tables, then ``[benchmarks.<name>]``;
+4. with ``--quick``: the ``[quick]`` tables of the scenario file (durations in seconds);
+5. the user config file (``--config``): top level, ``[benchmarks.<name>]``,
+   ``[scenarios.<scenario>]``;
+6. command-line flags (``--set key=value`` and the named flags).
+
+Unknown keys, wrong types and unknown names fail here, before any run, naming the key
+and the file it came from and suggesting the closest valid name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .backends import BUILTIN, backend_class, parse_options
+from .errors import ConfigError
+from .paths import Paths
+from .rules import DEFAULT_ROUND, RuleSet, load_rules
+from .scenarios import Mode, Scenario
+
+Layer = tuple[str, dict[str, Any]]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class LoadGenConfig(_Section):
+    """``[loadgen]``: the LoadGen settings of a run. Units are in the names."""
+
+    min_duration_ms: int = Field(default=600_000, ge=0)
+    max_duration_ms: int = Field(default=0, ge=0, description="0 = no limit (debugging only)")
+    min_query_count: int = Field(default=100, ge=1)
+    performance_sample_count: int = Field(default=1024, ge=1)
+    samples_per_query: int = Field(default=8, ge=1, description="MultiStream")
+    target_latency_percentile: float = Field(default=99.0, gt=0, lt=100)
+    latency_bound_ms: int = Field(default=10, ge=1, description="Server; LoadGen reads whole ms")
+    target_qps: float = Field(default=100.0, gt=0, description="Server Poisson rate")
+    expected_qps: float = Field(default=1000.0, gt=0, description="Offline sizing hint")
+    expected_latency_ms: float = Field(default=1.0, gt=0, description="SingleStream/MultiStream")
+
+
+class SutConfig(_Section):
+    """``[sut]``: how the system under test batches and schedules work."""
+
+    max_batch_size: int = Field(default=64, ge=1)
+    max_wait_us: int = Field(default=500, ge=0, description="Server dynamic batching")
+    workers: int = Field(default=1, ge=1, description="worker threads (Offline, Server)")
+    warmup_batches: int = Field(default=3, ge=0)
+    watchdog_timeout_s: float = Field(default=60.0, gt=0, description="a batch older fails")
+    drain_grace_s: float = Field(default=5.0, ge=0, description="wait for LoadGen after a stop")
+    heartbeat_s: float = Field(default=0.25, gt=0)
+
+
+class RunConfig(BaseModel):
+    """The resolved, frozen configuration of one run, with provenance per key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    benchmark: str
+    scenario: Scenario
+    mode: Mode
+    backend: str
+    round: str
+    quick: bool
+    runs_dir: Path
+    loadgen: LoadGenConfig
+    sut: SutConfig
+    backend_options: dict[str, Any]
+    provenance: dict[str, str]
+    overridden_rules: dict[str, str]
+
+    @property
+    def non_submittable_reasons(self) -> list[str]:
+        """Why a run with this config cannot be submitted (empty if it can)."""
+        reasons = []
+        if self.quick:
+            reasons.append("--quick shortens the run below the round's minimum duration")
+        reasons.extend(self.overridden_rules.values())
+        return reasons
+
+    @property
+    def submittable(self) -> bool:
+        return not self.non_submittable_reasons
+
+
+@dataclass
+class ConfigRequest:
+    """What the user asked for: names, files and overrides (CLI or library)."""
+
+    benchmark: str = "digits"
+    scenario: str = "offline"
+    backend: str = "onnxruntime"
+    mode: str = "performance"
+    round: str = DEFAULT_ROUND
+    quick: bool = False
+    config_file: Path | None = None
+    #: ``key=value`` strings from ``--set`` (value parsed as TOML, else a string).
+    sets: list[str] = field(default_factory=list)
+    #: Typed overrides from named flags: dotted key -> (value, flag name).
+    flags: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    runs_dir: Path | None = None
+
+
+def _choice(value: str, enum: type[Scenario] | type[Mode], what: str) -> Any:
+    try:
+        return enum(value.lower())
+    except ValueError:
+        names = [member.value for member in enum]
+        close = difflib.get_close_matches(value.lower(), names, n=1, cutoff=0.5)
+        raise ConfigError(
+            f"unknown {what} '{value}' (choose one of: {', '.join(names)})",
+            hint=f"did you mean '{close[0]}'?" if close else "",
+        ) from None
+
+
+def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in table.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, dotted + "."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def known_keys(backend: str) -> set[str]:
+    """Every dotted key a config layer may set."""
+    keys = {f"loadgen.{name}" for name in LoadGenConfig.model_fields}
+    keys |= {f"sut.{name}" for name in SutConfig.model_fields}
+    names = set(BUILTIN) | {backend}
+    for name in names:
+        keys |= {f"backend.{name}.{opt}" for opt in backend_class(name).Options.model_fields}
+    return keys
+
+
+def _check_keys(layer: Layer, keys: set[str]) -> None:
+    source, values = layer
+    for key in values:
+        if key not in keys:
+            close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.6)
+            raise ConfigError(
+                f"{source}: unknown key '{key}'",
+                hint=f"did you mean '{close[0]}'?" if close else "see the README's config reference",
+            )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Context:
+    benchmark: str
+    scenario: Scenario
+    benchmarks: tuple[str, ...]
+
+
+def _sub_table(tables: Any, name: str, source: str, kind: str, choices: Iterable[str]) -> Any:
+    if not isinstance(tables, Mapping):
+        raise ConfigError(f"{source}: '{kind}' must be a table of tables")
+    choices = list(choices)
+    for key in tables:
+        if key not in choices:
+            close = difflib.get_close_matches(key, choices, n=1, cutoff=0.5)
+            raise ConfigError(
+                f"{source}: unknown {kind[:-1]} '{key}' in [{kind}.{key}]",
+                hint=f"did you mean '{close[0]}'?" if close else f"known: {', '.join(choices)}",
+            )
+    return tables.get(name)
+
+
+def _layers_from_table(
+    table: Mapping[str, Any], source: str, ctx: _Context, allow_scenarios: bool
+) -> tuple[list[Layer], list[Layer]]:
+    """Split a file's table into (normal layers, quick layers), most specific last."""
+    rest = dict(table)
+    quick, benches = rest.pop("quick", None), rest.pop("benchmarks", None)
+    scens = rest.pop("scenarios", None) if allow_scenarios else None
+    normal: list[Layer] = [(source, flatten(rest))]
+    quicks: list[Layer] = []
+    if quick is not None:
+        quicks.append((f"{source} [quick]", flatten(quick)))
+    if benches is not None:
+        sub = _sub_table(benches, ctx.benchmark, source, "benchmarks", ctx.benchmarks)
+        if sub is not None:
+            more, more_quick = _layers_from_table(
+                sub, f"{source} [benchmarks.{ctx.benchmark}]", ctx, allow_scenarios
+            )
+            normal += more
+            quicks += more_quick
+    if scens is not None:
+        names = [s.value for s in Scenario]
+        sub = _sub_table(scens, ctx.scenario.value, source, "scenarios", names)
+        if sub is not None:
+            more, more_quick = _layers_from_table(
+                sub, f"{source} [scenarios.{ctx.scenario.value}]", ctx, False
+            )
+            normal += more
+            quicks += more_quick
+    return normal, quicks
+
+
+def _parse_set(item: str) -> Layer:
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set '{item}': expected KEY=VALUE, e.g. loadgen.target_qps=2000")
+    try:
+        value = tomllib.loads(f"v = {text.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text.strip()  # a bare word is a string
+    return (f"--set {key}", {key: value})
+
+
+def _validate(section: type[_Section], prefix: str, values: dict[str, Any],
+              provenance: dict[str, str]) -> Any:
+    sub = {k[len(prefix) + 1:]: v for k, v in values.items() if k.startswith(prefix + ".")}
+    try:
+        return section.model_validate(sub)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = f"{prefix}." + ".".join(str(part) for part in first["loc"])
+        got = sub.get(key.split(".", 1)[1], "<missing>")
+        raise ConfigError(
+            f"{provenance.get(key, 'config')}: {key} = {got!r}: {first['msg']}",
+            hint=f"{key}: {section.model_fields[key.split('.', 1)[1]].description or 'see README'}"
+            if key.split(".", 1)[1] in section.model_fields else "",
+        ) from None
+
+
+def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSet]:
+    """Resolve ``request`` into a ``RunConfig`` (and the round's ``RuleSet``).
+
+    Example::
+
+        config, rules = load_config(ConfigRequest(scenario="server", quick=True), find_paths())
+        config.provenance["loadgen.target_qps"]  # 'scenarios/server.toml [benchmarks.digits]'
+    """
+    scenario = _choice(request.scenario, Scenario, "scenario")
+    mode = _choice(request.mode, Mode, "mode")
+    rules = load_rules(paths, request.round)
+    rules.benchmark(request.benchmark)  # unknown benchmark fails here, with a suggestion
+    backend_class(request.backend)  # unknown backend fails here, with a suggestion
+    ctx = _Context(request.benchmark, scenario, tuple(rules.benchmarks))
+    keys = known_keys(request.backend)
+
+    rules_source = f"run_rules/{rules.round}.toml"
+    layers: list[Layer] = [(rules_source, rules.fixed_settings(request.benchmark, scenario))]
+    scenario_file = paths.scenarios / f"{scenario.value}.toml"
+    normal, quick = _layers_from_table(
+        _read_toml(scenario_file), f"scenarios/{scenario.value}.toml", ctx, False
+    )
+    layers += normal
+    if request.quick:
+        layers += quick
+    if request.config_file is not None:
+        normal, _ = _layers_from_table(
+            _read_toml(request.config_file), str(request.config_file), ctx, True
+        )
+        layers += normal
+    layers += [_parse_set(item) for item in request.sets]
+    layers += [(flag, {key: value}) for key, (value, flag) in request.flags.items()]
+
+    values: dict[str, Any] = {}
+    provenance: dict[str, str] = {}
+    for model, prefix in ((LoadGenConfig, "loadgen"), (SutConfig, "sut")):
+        for name, info in model.model_fields.items():
+            values[f"{prefix}.{name}"] = info.default
+            provenance[f"{prefix}.{name}"] = "default"
+    for layer in layers:
+        _check_keys(layer, keys)
+        for key, value in layer[1].items():
+            values[key] = value
+            provenance[key] = layer[0]
+
+    loadgen = _validate(LoadGenConfig, "loadgen", values, provenance)
+    sut = _validate(SutConfig, "sut", values, provenance)
+    option_prefix = f"backend.{request.backend}."
+    raw_options = {k[len(option_prefix):]: v for k, v in values.items()
+                   if k.startswith(option_prefix)}
+    options = parse_options(request.backend, raw_options, provenance.get(
+        next(iter(k for k in values if k.startswith(option_prefix)), ""), "config"))
+
+    fixed = rules.fixed_settings(request.benchmark, scenario)
+    overridden = {
+        key: f"{key} = {values[key]} from {provenance[key]} overrides the round's {fixed[key]}"
+        for key in fixed
+        if values[key] != fixed[key]
+    }
+    config = RunConfig(
+        benchmark=request.benchmark,
+        scenario=scenario,
+        mode=mode,
+        backend=request.backend,
+        round=rules.round,
+        quick=request.quick,
+        runs_dir=(request.runs_dir or paths.runs).resolve(),
+        loadgen=loadgen,
+        sut=sut,
+        backend_options=options.model_dump(),
+        provenance={k: v for k, v in provenance.items() if not k.startswith("backend.")}
+        | {k: v for k, v in provenance.items() if k.startswith(option_prefix)},
+        overridden_rules=overridden,
+    )
+    return config, rules

@@ -1,0 +1,67 @@
+"""The ``Dataset`` contract: LoadGen's query sample library (QSL) plus labels.
+
+LoadGen calls ``load`` with the QSL indices of the performance set before issuing
+and ``unload`` after. ``load`` copies those samples into one contiguous array;
+``gather`` then builds a batch with a single vectorised ``np.take`` into a
+preallocated buffer, with no per-sample Python objects on the hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import DatasetError
+from ..types import Batch, IndexArray
+
+
+class InMemoryDataset:
+    """A dataset whose preprocessed samples can be produced as one array.
+
+    Subclasses implement ``_read(indices)`` (return preprocessed samples for QSL
+    indices) and set ``name``, ``labels``, ``sample_shape`` and ``dtype``.
+    """
+
+    name = ""
+
+    def __init__(self, labels: npt.NDArray[np.int64], sample_shape: tuple[int, ...],
+                 dtype: np.dtype[Any]) -> None:
+        self.labels = labels
+        self.sample_shape = sample_shape
+        self.dtype = dtype
+        self._slots = np.full(len(labels), -1, dtype=np.int64)
+        self._loaded: npt.NDArray[Any] = np.empty((0, *sample_shape), dtype=dtype)
+
+    @property
+    def total_count(self) -> int:
+        return len(self.labels)
+
+    def _read(self, indices: IndexArray) -> npt.NDArray[Any]:
+        raise NotImplementedError
+
+    def load(self, indices: Sequence[int]) -> None:
+        """Stage the samples at ``indices`` (duplicates allowed) in one contiguous array."""
+        unique = np.unique(np.asarray(indices, dtype=np.int64))
+        if len(unique) and (unique[0] < 0 or unique[-1] >= self.total_count):
+            raise DatasetError(f"{self.name}: QSL index out of range 0..{self.total_count - 1}")
+        self._loaded = np.ascontiguousarray(self._read(unique), dtype=self.dtype)
+        self._slots.fill(-1)
+        self._slots[unique] = np.arange(len(unique))
+
+    def unload(self, indices: Sequence[int]) -> None:
+        """Drop the staged samples."""
+        self._slots.fill(-1)
+        self._loaded = np.empty((0, *self.sample_shape), dtype=self.dtype)
+
+    def new_buffer(self, max_batch: int) -> Batch:
+        """A batch buffer for ``gather``; one per worker thread."""
+        return np.empty((max_batch, *self.sample_shape), dtype=self.dtype)
+
+    def gather(self, indices: IndexArray, out: Batch) -> Batch:
+        """Copy the staged samples at ``indices`` into ``out[:n]`` and return that view."""
+        n = len(indices)
+        np.take(self._loaded, self._slots[indices], axis=0, out=out[:n])
+        return out[:n]

@@ -1,0 +1,83 @@
+"""Rich renderables for results. Computes nothing: every number comes from a result."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.table import Table
+from rich.text import Text
+
+from .results import RunResult, Status, TestResult
+
+_STYLE = {Status.VALID: "green", Status.INVALID: "yellow", Status.FAILED: "red",
+          Status.INTERRUPTED: "magenta"}
+
+
+def _metric(test: TestResult) -> tuple[str, str]:
+    perf = test.performance
+    if perf is None or perf.metric_value is None:
+        return ("-", "-")
+    value = f"{perf.metric_value:.4f} {perf.unit}" if perf.unit == "ms" else (
+        f"{perf.metric_value:,.1f} {perf.unit}")
+    return (perf.metric_name, value)
+
+
+def _early_stopping(test: TestResult) -> str:
+    perf = test.performance
+    if perf is None or perf.early_stopping_met is None:
+        return "-"
+    return "met" if perf.early_stopping_met else "NOT met"
+
+
+def _accuracy(test: TestResult) -> str:
+    acc = test.accuracy
+    if acc is None:
+        return "-"
+    verdict = "pass" if acc.passed else "FAIL"
+    return f"{acc.value:.3f}% vs ≥{acc.target:.3f}% {verdict}"
+
+
+def _test_notes(test: TestResult) -> list[str]:
+    notes = []
+    if test.message:
+        notes.append(test.message)
+    perf = test.performance
+    if perf is not None:
+        if perf.invalid_reason:
+            notes.append(f"LoadGen: {perf.invalid_reason}")
+        if perf.num_errors:
+            notes.append(f"LoadGen logged {perf.num_errors} error(s): {'; '.join(perf.errors[:3])}")
+    acc = test.accuracy
+    if acc is not None and acc.loadgen_errors:
+        notes.append(f"the accuracy log has {len(acc.loadgen_errors)} LoadGen error(s)")
+    return notes
+
+
+def run_notes(results: Iterable[RunResult]) -> list[str]:
+    """Why each test is INVALID or failed, and why each run is not submittable."""
+    lines = []
+    for result in results:
+        name = f"{result.benchmark} {result.scenario}"
+        for test in result.tests:
+            lines += [f"{name} {test.mode}: {note}" for note in _test_notes(test)]
+        reasons = [r for r in result.non_submittable_reasons if not r.startswith("the run is")]
+        lines += [f"{name}: not submittable: {reason}" for reason in reasons]
+    return list(dict.fromkeys(lines))
+
+
+def results_table(results: Iterable[RunResult], title: str = "infersuite results") -> Table:
+    """One row per LoadGen test: scenario, metric, validity, accuracy, submittability."""
+    table = Table(title=title)
+    for column in ("benchmark", "scenario", "backend", "mode", "metric", "value", "validity",
+                   "early stopping", "accuracy vs target", "submittable"):
+        table.add_column(column)
+    for result in results:
+        for test in result.tests:
+            name, value = _metric(test)
+            table.add_row(
+                *(Text(cell) for cell in (result.benchmark, result.scenario, result.backend,
+                                          test.mode, name, value)),
+                Text(test.status.value, style=_STYLE[test.status]), Text(_early_stopping(test)),
+                Text(_accuracy(test)), Text("yes" if result.submittable else "no"),
+            )
+    return table

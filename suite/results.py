@@ -1,0 +1,164 @@
+"""Typed, versioned results: what ``result.json`` holds.
+
+``SCHEMA_VERSION`` history:
+
+* 1: first version (performance from the detail log, accuracy, failures, provenance).
+
+Performance numbers here are copied from LoadGen's detail log (``logs``), never
+computed by the harness.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .logs import DetailLog
+from .scenarios import SPECS, Scenario
+
+SCHEMA_VERSION = 1
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Status(StrEnum):
+    """How a test or run ended."""
+
+    VALID = "VALID"
+    INVALID = "INVALID"
+    FAILED = "FAILED"
+    INTERRUPTED = "INTERRUPTED"
+
+
+class PerformanceSummary(_Frozen):
+    """Scenario metric and verdicts, as LoadGen logged them."""
+
+    scenario: str
+    metric_key: str
+    metric_name: str
+    metric_value: float | None
+    unit: str
+    result_validity: str | None
+    min_duration_met: bool | None
+    min_queries_met: bool | None
+    perf_constraints_met: bool | None
+    early_stopping_met: bool | None
+    early_stopping_result: str | None
+    invalid_reason: str | None
+    num_errors: int
+    errors: list[str]
+    query_count: int | None
+    latency_ns: dict[str, float]
+    effective: dict[str, Any]
+    loadgen_version: str | None
+
+    @property
+    def is_valid(self) -> bool:
+        return self.result_validity == "VALID" and self.num_errors == 0
+
+
+def summarize_performance(log: DetailLog, scenario: Scenario) -> PerformanceSummary:
+    """Build the summary of a performance test from its parsed detail log."""
+    spec = SPECS[scenario]
+    raw = log.get(spec.metric_key)
+    value: float | None = float(raw) if isinstance(raw, int | float) else None
+    if value is not None and spec.unit == "ms":
+        value = value / 1e6  # LoadGen logs latencies in ns
+    latency = {
+        key.removeprefix("result_").removesuffix("_latency_ns"): float(val)
+        for key, val in log.values.items()
+        if key.startswith("result_") and key.endswith("latency_ns") and isinstance(val, int | float)
+    }
+    effective = {k.removeprefix("effective_"): v for k, v in log.values.items()
+                 if k.startswith("effective_")}
+    num_errors = log.get("num_errors")
+    return PerformanceSummary(
+        scenario=scenario.value,
+        metric_key=spec.metric_key,
+        metric_name=spec.metric_name,
+        metric_value=value,
+        unit=spec.unit,
+        result_validity=log.get("result_validity"),
+        min_duration_met=log.get("result_min_duration_met"),
+        min_queries_met=log.get("result_min_queries_met"),
+        perf_constraints_met=log.get("result_perf_constraints_met"),
+        early_stopping_met=log.get("early_stopping_met"),
+        early_stopping_result=log.get("early_stopping_result"),
+        invalid_reason=log.get("result_invalid_reason"),
+        num_errors=int(num_errors) if isinstance(num_errors, int) else len(log.errors),
+        errors=log.errors[:20],
+        query_count=log.get("result_query_count"),
+        latency_ns=latency,
+        effective=effective,
+        loadgen_version=log.get("loadgen_version"),
+    )
+
+
+class AccuracyResult(_Frozen):
+    """Accuracy decoded from ``mlperf_log_accuracy.json`` against the round's target."""
+
+    metric: str
+    value: float
+    target: float
+    passed: bool
+    good: int
+    total: int
+    log_sha256: str
+    loadgen_errors: list[str]
+
+
+class TestResult(_Frozen):
+    """One LoadGen test (one child process)."""
+
+    __test__ = False  # not a pytest class
+
+    mode: str
+    directory: str
+    status: Status
+    exit_code: int
+    failures: list[dict[str, Any]] = []
+    failed_samples: int = 0
+    message: str = ""
+    performance: PerformanceSummary | None = None
+    accuracy: AccuracyResult | None = None
+    backend: dict[str, Any] = {}
+
+
+class RunResult(_Frozen):
+    """A whole run (one or two tests), as written to ``result.json``."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    run_dir: str
+    created_utc: str
+    benchmark: str
+    scenario: str
+    mode: str
+    backend: str
+    round: str
+    model_sha256: str
+    submittable: bool
+    non_submittable_reasons: list[str]
+    status: Status
+    exit_code: int
+    tests: list[TestResult]
+
+    def dump(self, path: Path) -> None:
+        """Write atomically (never a half-written result.json)."""
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> RunResult:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"{path}: schema_version {version}, this suite reads {SCHEMA_VERSION}")
+        return cls.model_validate(data)

@@ -1,0 +1,125 @@
+"""The run rules of a round, loaded from ``run_rules/<round>.toml``.
+
+A ``RuleSet`` holds what the round fixes: seeds, per-scenario durations and query
+counts, latency bounds, and per-benchmark accuracy targets. ``fixed_settings``
+turns it into the first config layer of a run (see ``config``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+from .paths import Paths
+from .scenarios import Scenario
+
+#: The round used when none is asked for: the newest we support.
+DEFAULT_ROUND = "v6.1"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Seeds(_Strict):
+    qsl_rng_seed: int
+    sample_index_rng_seed: int
+    schedule_rng_seed: int
+
+
+class ScenarioRules(_Strict):
+    """Values a round fixes for one scenario (all optional: they layer)."""
+
+    min_duration_ms: int | None = None
+    min_query_count: int | None = None
+    samples_per_query: int | None = None
+    target_latency_percentile: float | None = None
+    latency_bound_ms: int | None = None
+
+
+class BenchmarkRules(_Strict):
+    """What a round fixes for one benchmark."""
+
+    loadgen_model: str
+    checker_model: str
+    dataset_size: int = Field(gt=0)
+    performance_sample_count: int = Field(gt=0)
+    accuracy_metric: str
+    reference_accuracy: float
+    accuracy_target: float
+    compliance_tests: list[str] = []
+    scenarios: dict[Scenario, ScenarioRules] = {}
+
+
+class RuleSet(_Strict):
+    """The rules of one round, as pinned in ``run_rules/<round>.toml``."""
+
+    round: str
+    loadgen_version: str
+    seeds: Seeds
+    scenario_defaults: dict[Scenario, ScenarioRules]
+    benchmarks: dict[str, BenchmarkRules]
+    source: Path = Path()
+
+    def benchmark(self, name: str) -> BenchmarkRules:
+        """The rules for ``name``, or a ``ConfigError`` that suggests the closest name."""
+        try:
+            return self.benchmarks[name]
+        except KeyError:
+            raise ConfigError(
+                f"unknown benchmark '{name}' (round {self.round} knows "
+                f"{', '.join(sorted(self.benchmarks))})",
+                hint=_did_you_mean(name, self.benchmarks),
+            ) from None
+
+    def fixed_settings(self, benchmark: str, scenario: Scenario) -> dict[str, Any]:
+        """The ``loadgen.*`` values this round fixes for a benchmark and scenario."""
+        rules = self.benchmark(benchmark)
+        merged: dict[str, Any] = {"performance_sample_count": rules.performance_sample_count}
+        for layer in (self.scenario_defaults.get(scenario), rules.scenarios.get(scenario)):
+            if layer is not None:
+                merged.update(layer.model_dump(exclude_none=True))
+        return {f"loadgen.{key}": value for key, value in merged.items()}
+
+
+def _did_you_mean(name: str, choices: Any) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
+    return f"did you mean '{close[0]}'?" if close else f"choose one of: {', '.join(choices)}"
+
+
+def available_rounds(paths: Paths) -> list[str]:
+    """The rounds that have a rules file, sorted."""
+    return sorted(p.stem for p in paths.run_rules.glob("*.toml"))
+
+
+def load_rules(paths: Paths, round_name: str = DEFAULT_ROUND) -> RuleSet:
+    """Load and validate ``run_rules/<round_name>.toml``.
+
+    Example::
+
+        rules = load_rules(find_paths(), "v6.1")
+        rules.benchmark("resnet50").accuracy_target  # 75.6954
+    """
+    path = paths.run_rules / f"{round_name}.toml"
+    if not path.is_file():
+        rounds = available_rounds(paths)
+        raise ConfigError(
+            f"unknown round '{round_name}': no file {path}",
+            hint=_did_you_mean(round_name, rounds),
+        )
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return RuleSet.model_validate({**data, "source": path})
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(
+            f"{path}: {key}: {first['msg']}", hint="fix the rules file; it is data we ship"
+        ) from None

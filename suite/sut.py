@@ -1,0 +1,295 @@
+"""The system under test: LoadGen's ``issue_queries`` to backend batches to completions.
+
+One dispatch strategy per scenario:
+
+* SingleStream, MultiStream: ``INLINE``: the query (1 or N samples) is one batch,
+  predicted on LoadGen's issue thread; a hand-off would only add latency.
+* Offline: ``SPLIT``: the one big query is cut into ``max_batch_size`` chunks on a
+  queue that ``workers`` threads drain (the backend releases the GIL).
+* Server: ``DYNAMIC``: each arriving query goes on a queue; a worker takes the first,
+  then adds more until ``max_batch_size`` samples or ``max_wait_us`` have passed.
+
+Every issued sample is recorded in the ``InflightTable`` until it is completed, so
+no exception, hang or stop can leave LoadGen waiting: ``drain`` completes whatever
+is outstanding with empty responses and answers later queries at once. A failing
+batch is completed, counted in ``FailureLog`` and ends the run as failed.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from .backends.base import BackendBase
+from .config import SutConfig
+from .datasets.base import InMemoryDataset
+from .loadgen import Completer
+from .postprocess import Postprocess
+from .scenarios import Scenario
+
+
+class Dispatch(Enum):
+    INLINE = "inline"
+    SPLIT = "split"
+    DYNAMIC = "dynamic"
+
+
+DISPATCH = {
+    Scenario.SINGLE_STREAM: Dispatch.INLINE,
+    Scenario.MULTI_STREAM: Dispatch.INLINE,
+    Scenario.OFFLINE: Dispatch.SPLIT,
+    Scenario.SERVER: Dispatch.DYNAMIC,
+}
+
+
+@dataclass
+class FailureLog:
+    """Failures seen during a test; the first decides how the run is reported."""
+
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    failed_samples: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, kind: str, message: str, samples: int = 0, trace: str = "") -> None:
+        with self._lock:
+            self.failed_samples += samples
+            if len(self.failures) < 20:  # keep the evidence, not a flood
+                self.failures.append(
+                    {"kind": kind, "message": message, "samples": samples, "traceback": trace}
+                )
+
+    def __bool__(self) -> bool:
+        return bool(self.failures)
+
+
+# A unit of work: (inflight token, LoadGen ids, QSL indices).
+Item = tuple[int, list[int], list[int]]
+
+
+class InflightTable:
+    """Issued, not yet completed work; whoever claims a token completes it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[int, tuple[list[int], float]] = {}
+        self._next = 0
+
+    def add(self, ids: list[int]) -> int:
+        with self._lock:
+            token = self._next
+            self._next += 1
+            self._items[token] = (ids, time.monotonic())
+            return token
+
+    def claim(self, token: int) -> bool:
+        with self._lock:
+            return self._items.pop(token, None) is not None
+
+    def claim_all(self) -> list[int]:
+        with self._lock:
+            ids = [qid for qids, _ in self._items.values() for qid in qids]
+            self._items.clear()
+            return ids
+
+    def oldest_age(self) -> float:
+        with self._lock:
+            if not self._items:
+                return 0.0
+            return time.monotonic() - min(start for _, start in self._items.values())
+
+
+class SystemUnderTest:
+    """See the module docstring. Thread-safe; create one per LoadGen test."""
+
+    def __init__(
+        self,
+        backend: BackendBase,
+        dataset: InMemoryDataset,
+        postprocess: Postprocess,
+        completer: Completer,
+        scenario: Scenario,
+        config: SutConfig,
+        on_drain: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.backend = backend
+        self.dataset = dataset
+        self.postprocess = postprocess
+        self.completer = completer
+        self.config = config
+        self.dispatch = DISPATCH[scenario]
+        self.failures = FailureLog()
+        self.inflight = InflightTable()
+        self.draining = threading.Event()
+        self._on_drain = on_drain
+        self._queue: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._inline_buffer = dataset.new_buffer(config.max_batch_size)
+        self._stop = threading.Event()
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def warmup(self) -> None:
+        """Predict a few zero batches before LoadGen starts (JIT, allocators, caches)."""
+        sizes = sorted({1, self.config.max_batch_size})
+        for _ in range(self.config.warmup_batches):
+            for size in sizes:
+                self.backend.predict(np.zeros_like(self._inline_buffer[:size]))
+
+    def start(self) -> None:
+        """Start the worker threads (none for INLINE) and the watchdog."""
+        if self.dispatch is not Dispatch.INLINE:
+            target = self._split_worker if self.dispatch is Dispatch.SPLIT else self._dynamic_worker
+            for n in range(self.config.workers):
+                thread = threading.Thread(target=target, name=f"sut-worker-{n}", daemon=True)
+                thread.start()
+                self._threads.append(thread)
+        watchdog = threading.Thread(target=self._watchdog, name="sut-watchdog", daemon=True)
+        watchdog.start()
+
+    def stop(self) -> None:
+        """Stop the workers (after LoadGen returned) without waiting on a hung backend."""
+        self._stop.set()
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join(timeout=1.0)
+
+    # -- LoadGen callbacks (must never raise) ----------------------------------------
+
+    def issue(self, ids: list[int], indices: list[int]) -> None:
+        try:
+            if self.draining.is_set():
+                self.completer.complete_empty(ids)
+            elif self.dispatch is Dispatch.INLINE:
+                self._run_batch([(self.inflight.add(ids), ids, indices)], self._inline_buffer)
+            else:
+                step = self.config.max_batch_size
+                for start in range(0, len(ids), step):
+                    chunk = ids[start:start + step]
+                    self._queue.put((self.inflight.add(chunk), chunk, indices[start:start + step]))
+        except Exception as exc:  # a bug here must not leave LoadGen waiting
+            # Only registering or queueing can fail here; drain completes what was
+            # registered (completing an id twice would crash LoadGen).
+            self.fail("harness_error", f"issue_queries failed: {exc!r}", len(ids))
+
+    def flush(self) -> None:
+        """Nothing is held back: workers batch only within ``max_wait_us``."""
+
+    def load(self, indices: list[int]) -> None:
+        try:
+            self.dataset.load(indices)
+        except Exception as exc:
+            self.fail("dataset_error", f"loading samples failed: {exc!r}", 0)
+
+    def unload(self, indices: list[int]) -> None:
+        try:
+            self.dataset.unload(indices)
+        except Exception as exc:
+            self.fail("dataset_error", f"unloading samples failed: {exc!r}", 0)
+
+    # -- failure handling ------------------------------------------------------------
+
+    def fail(self, kind: str, message: str, samples: int) -> None:
+        """Record a failure and drain: the run is over, LoadGen must not hang."""
+        self.failures.record(kind, message, samples, traceback.format_exc())
+        self.drain()
+
+    def drain(self) -> None:
+        """Complete everything outstanding now and every later query at once."""
+        first = not self.draining.is_set()
+        self.draining.set()
+        ids = self.inflight.claim_all()
+        if ids:
+            self.completer.complete_empty(ids)
+        if first:
+            self._on_drain()
+
+    # -- work ------------------------------------------------------------------------
+
+    def _run_batch(self, items: Sequence[Item], buffer: Any) -> None:
+        try:
+            if self.draining.is_set():
+                raise _Drained
+            indices = np.fromiter(
+                (i for _, _, idx in items for i in idx), dtype=np.int64
+            ) if len(items) > 1 else np.asarray(items[0][2], dtype=np.int64)
+            batch = self.dataset.gather(indices, buffer)
+            responses = self.postprocess(self.backend.predict(batch))
+        except _Drained:
+            return
+        except Exception as exc:
+            samples = sum(len(ids) for _, ids, _ in items)
+            self.failures.record("backend_error", f"predict failed: {exc!r}", samples,
+                                 traceback.format_exc())
+            self.drain()
+            return
+        claimed = [self.inflight.claim(token) for token, _, _ in items]
+        if all(claimed):
+            ids = items[0][1] if len(items) == 1 else [q for _, qids, _ in items for q in qids]
+            self.completer.complete(ids, responses)
+            return
+        # Some items were drained while we predicted: complete only the rest.
+        row = 0
+        for (_, qids, _), mine in zip(items, claimed, strict=True):
+            if mine:
+                self.completer.complete(qids, responses[row:row + len(qids)])
+            row += len(qids)
+
+    def _split_worker(self) -> None:
+        buffer = self.dataset.new_buffer(self.config.max_batch_size)
+        while (item := self._queue.get()) is not None:
+            self._run_batch((item,), buffer)
+
+    def _dynamic_worker(self) -> None:
+        max_batch = self.config.max_batch_size
+        max_wait = self.config.max_wait_us / 1e6
+        buffer = self.dataset.new_buffer(max_batch)
+        carry: Item | None = None
+        stopping = False
+        while not stopping:
+            first = carry if carry is not None else self._queue.get()
+            carry = None
+            if first is None:
+                return
+            items, count = [first], len(first[1])
+            deadline = time.perf_counter() + max_wait
+            while count < max_batch:
+                remaining = deadline - time.perf_counter()
+                try:
+                    nxt = (self._queue.get(timeout=remaining) if remaining > 0
+                           else self._queue.get_nowait())
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stopping = True
+                    break
+                if count + len(nxt[1]) > max_batch:
+                    carry = nxt  # starts the next batch
+                    break
+                items.append(nxt)
+                count += len(nxt[1])
+            self._run_batch(items, buffer)
+
+    def _watchdog(self) -> None:
+        timeout = self.config.watchdog_timeout_s
+        while not self._stop.wait(min(1.0, timeout / 4)):
+            age = self.inflight.oldest_age()
+            if age > timeout and not self.draining.is_set():
+                self.failures.record(
+                    "watchdog_timeout",
+                    f"the backend did not answer a batch within {timeout:g} s "
+                    f"(sut.watchdog_timeout_s); outstanding samples were completed empty",
+                )
+                self.drain()
+
+
+class _Drained(Exception):
+    """Internal: the batch was drained before it ran."""
