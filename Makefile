@@ -1,0 +1,46 @@
+# Thin aliases: every target calls `python -m suite ...` or pytest inside a local
+# virtualenv that the first target to need it creates.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The CPU build of torch; a bare `torch` would pull a multi-GB CUDA build.
+TORCH ?= torch==2.13.0
+
+SCENARIO ?= offline
+BACKEND ?= onnxruntime
+BENCHMARK ?= digits
+MODE ?= performance
+ARGS ?=
+
+.PHONY: demo run test bench lint clean-venv
+
+$(VENV)/.core: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.core
+	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e '.[dev,torch]'
+	touch $@
+
+demo: $(VENV)/.core
+	$(PY) -m suite demo $(ARGS)
+
+run: $(VENV)/.core
+	$(PY) -m suite run --benchmark $(BENCHMARK) --scenario $(SCENARIO) --backend $(BACKEND) --mode $(MODE) $(ARGS)
+
+test: $(VENV)/.dev
+	$(PY) -m pytest $(ARGS)
+
+bench: $(VENV)/.dev
+	$(PY) bench/bench_harness.py $(ARGS)
+
+lint: $(VENV)/.dev
+	$(PY) -m ruff check suite tests bench reference_models
+	$(PY) -m mypy
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,53 @@
+"""Shared helpers: run the real CLI in a subprocess, find its run directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment for a CLI subprocess: the repo (and tests/) importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def run_cli(*args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m suite ARGS`` from the repo root; never hangs the test session."""
+    return subprocess.run(
+        [sys.executable, "-m", "suite", *args],
+        cwd=REPO, env=cli_env(**env), capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def only_run_dir(runs_dir: Path) -> Path:
+    """The single run directory a command created under ``runs_dir``."""
+    dirs = [p for p in runs_dir.iterdir() if p.is_dir()]
+    assert len(dirs) == 1, f"expected one run directory, found {dirs}"
+    return dirs[0]
+
+
+@pytest.fixture
+def runs_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "runs"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def suite_home(tmp_path: Path) -> Path:
+    """A private copy of the data directories, safe to tamper with (SUITE_HOME)."""
+    home = tmp_path / "home"
+    for name in ("run_rules", "scenarios", "reference_models"):
+        shutil.copytree(REPO / name, home / name)
+    return home

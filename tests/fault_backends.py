@@ -1,0 +1,57 @@
+"""Test doubles that misbehave on purpose, named by ``tests.fault_backends:<Class>``.
+
+They wrap the real null backend so everything but the fault is real; the child
+process imports them through ``PYTHONPATH`` (see ``conftest.run_cli``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from suite.backends.null import NullBackend
+
+if TYPE_CHECKING:
+    from suite.types import Batch, Outputs
+
+#: Batches answered normally before the fault (warm-up batches count too).
+HEALTHY_BATCHES = 40
+
+
+class _Counting(NullBackend):
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def _count(self) -> int:
+        with self._lock:
+            self.calls += 1
+            return self.calls
+
+
+class RaisingBackend(_Counting):
+    """Raises from ``predict`` once ``HEALTHY_BATCHES`` batches have run."""
+
+    def predict(self, batch: Batch) -> Outputs:
+        if self._count() > HEALTHY_BATCHES:
+            raise RuntimeError("injected failure: the accelerator fell off the bus")
+        return super().predict(batch)
+
+
+class HangingBackend(_Counting):
+    """Never returns from ``predict`` once ``HEALTHY_BATCHES`` batches have run."""
+
+    def predict(self, batch: Batch) -> Outputs:
+        if self._count() > HEALTHY_BATCHES:
+            threading.Event().wait()  # forever
+        return super().predict(batch)
+
+
+class SlowBackend(NullBackend):
+    """Takes 2 ms per batch: slow enough that a test can interrupt a run mid-way."""
+
+    def predict(self, batch: Batch) -> Outputs:
+        time.sleep(0.002)
+        return super().predict(batch)
