@@ -8,14 +8,21 @@ failed · 1 error (bad input, failed run) · 130 interrupted.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn,
-                           TimeElapsedColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from . import __version__
@@ -26,7 +33,8 @@ from .rules import DEFAULT_ROUND
 
 # Wide enough for the results table when output is not a terminal (CI logs, pipes).
 out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True)
+# Messages are never wrapped: paths in them must stay copy-pasteable.
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _config_options(func: Any) -> Any:
@@ -75,6 +83,10 @@ class _Progress:
                              description=f"{self.label} {rate:,.0f} samples/s")
 
 
+def _progress_factory(progress: Progress, label: str) -> Callable[[str], _Progress]:
+    return lambda mode: _Progress(progress, f"{label} {mode}")
+
+
 def _run_requests(requests: list[ConfigRequest]) -> int:
     from .api import run  # lazy: keeps `suite --help` fast
 
@@ -84,7 +96,7 @@ def _run_requests(requests: list[ConfigRequest]) -> int:
     for request in requests:
         with Progress(*columns, console=err, transient=False) as progress:
             label = f"{request.benchmark} {request.scenario} {request.backend}"
-            result = run(request, on_progress=lambda mode: _Progress(progress, f"{label} {mode}"))
+            result = run(request, on_progress=_progress_factory(progress, label))
         results.append(result)
         _say_where(result)
         if result.status is Status.INTERRUPTED:
@@ -177,7 +189,8 @@ def config_command(benchmark: str, scenario: str, backend: str, mode: str, round
     values |= {f"backend.{resolved.backend}.{k}": v
                for k, v in resolved.backend_options.items()}
     for key, value in values.items():
-        table.add_row(escape(key), escape(str(value)), escape(resolved.provenance.get(key, "default")))
+        source = resolved.provenance.get(key, "default")
+        table.add_row(escape(key), escape(str(value)), escape(source))
     out.print(table)
     for reason in resolved.non_submittable_reasons:
         err.print(f"[yellow]not submittable:[/] {escape(reason)}")

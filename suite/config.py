@@ -157,7 +157,7 @@ def _check_keys(layer: Layer, keys: set[str]) -> None:
             close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.6)
             raise ConfigError(
                 f"{source}: unknown key '{key}'",
-                hint=f"did you mean '{close[0]}'?" if close else "see the README's config reference",
+                hint=f"did you mean '{close[0]}'?" if close else "see the README's config keys",
             )
 
 

@@ -55,8 +55,8 @@ class _Watch:
     completed: int = 0
 
 
-def _relay(pipe: Any, watch: _Watch, expected: int | None, on_progress: ProgressCallback | None,
-           log: Any) -> None:
+def _relay(pipe: Any, watch: _Watch, expected: int | None,
+           on_progress: ProgressCallback | None) -> None:
     for line in pipe:
         try:
             beat = json.loads(line)
@@ -111,7 +111,7 @@ def run_in_child(
         watch = _Watch(last_beat=time.monotonic())
         with os.fdopen(read_fd, encoding="utf-8") as pipe:
             relay = threading.Thread(
-                target=_relay, args=(pipe, watch, settings.expected_samples, on_progress, log),
+                target=_relay, args=(pipe, watch, settings.expected_samples, on_progress),
                 daemon=True,
             )
             relay.start()

@@ -55,3 +55,10 @@ class SlowBackend(NullBackend):
     def predict(self, batch: Batch) -> Outputs:
         time.sleep(0.002)
         return super().predict(batch)
+
+
+class BrokenLoadBackend(NullBackend):
+    """Fails in ``load``, before LoadGen starts."""
+
+    def load(self, card: object, max_batch_size: int) -> object:  # type: ignore[override]
+        raise RuntimeError("injected failure: weights are corrupt")

@@ -37,7 +37,8 @@ def test_layers_apply_in_documented_order(paths: Paths, tmp_path: Path) -> None:
     assert config.loadgen.target_qps == 1500.0
     assert prov["loadgen.target_qps"] == f"{user} [scenarios.server]"
     assert (config.sut.max_wait_us, prov["sut.max_wait_us"]) == (700, str(user))
-    assert (config.sut.max_batch_size, prov["sut.max_batch_size"]) == (8, "--set sut.max_batch_size")
+    assert config.sut.max_batch_size == 8
+    assert prov["sut.max_batch_size"] == "--set sut.max_batch_size"
     assert (config.sut.workers, prov["sut.workers"]) == (2, "--workers")
     assert prov["sut.heartbeat_s"] == "default"
 

@@ -79,6 +79,14 @@ class BackendBase:
         )
         return f"missing package(s) {', '.join(missing)}: install with `{install}`"
 
+    def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
+        """Load the card's model, ready for batches of up to ``max_batch_size``."""
+        raise NotImplementedError
+
+    def predict(self, batch: Batch) -> Outputs:
+        """Run the model on ``batch`` (first axis = samples) and return its raw outputs."""
+        raise NotImplementedError
+
     def close(self) -> None:
         """Nothing to release by default."""
 

@@ -1,0 +1,177 @@
+"""The SUT's dispatch, batching and failure handling, above a fake completer.
+
+LoadGen itself is exercised in test_integration/test_faults; here the completion
+layer is a recorder so that batching decisions can be asserted exactly.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from suite.backends.null import NullBackend
+from suite.config import SutConfig
+from suite.datasets.base import InMemoryDataset
+from suite.models import load_card
+from suite.paths import find_paths
+from suite.postprocess import make_postprocess
+from suite.scenarios import Scenario
+from suite.sut import SystemUnderTest
+
+
+class RecordingCompleter:
+    """Stands in for ``loadgen.Completer``: records what would be completed."""
+
+    def __init__(self) -> None:
+        self.completed = 0
+        self.batches: list[list[int]] = []
+        self.values: dict[int, int] = {}
+        self.empty: list[int] = []
+        self.lock = threading.Lock()
+
+    def complete(self, ids: Sequence[int], responses: Any) -> None:
+        with self.lock:
+            assert len(ids) == len(responses)
+            self.batches.append(list(ids))
+            self.values.update(zip(ids, (int(v) for v in responses), strict=True))
+            self.completed += len(ids)
+
+    def complete_empty(self, ids: Sequence[int]) -> None:
+        with self.lock:
+            self.empty.extend(ids)
+            self.completed += len(ids)
+
+
+class ArrayDataset(InMemoryDataset):
+    name = "array"
+
+    def __init__(self, n: int) -> None:
+        super().__init__(np.arange(n, dtype=np.int64) % 10, (1, 8, 8), np.dtype(np.float32))
+        self.images = np.stack([np.full((1, 8, 8), i, np.float32) for i in range(n)])
+
+    def _read(self, indices: Any) -> Any:
+        return self.images[indices]
+
+
+class EchoBackend(NullBackend):
+    """Logits whose argmax is the sample's first pixel mod 10; optional fault."""
+
+    def __init__(self, fail_on: int = -1, delay: float = 0.0) -> None:
+        super().__init__()
+        self.calls, self.fail_on, self.delay = 0, fail_on, delay
+        self.batch_sizes: list[int] = []
+
+    def predict(self, batch: Any) -> Any:
+        self.calls += 1
+        self.batch_sizes.append(len(batch))
+        if self.calls == self.fail_on:
+            raise RuntimeError("boom")
+        if self.delay:
+            time.sleep(self.delay)
+        logits = np.zeros((len(batch), 10), np.float32)
+        logits[np.arange(len(batch)), batch[:, 0, 0, 0].astype(int) % 10] = 1.0
+        return logits
+
+
+def make_sut(scenario: Scenario, backend: EchoBackend, n: int = 64,
+             **config: Any) -> tuple[SystemUnderTest, RecordingCompleter]:
+    card = load_card(find_paths(), "digits")
+    backend.load(card, config.get("max_batch_size", 64))
+    dataset = ArrayDataset(n)
+    dataset.load(list(range(n)))
+    postprocess, _ = make_postprocess(card)
+    completer = RecordingCompleter()
+    sut = SystemUnderTest(backend, dataset, postprocess, completer,  # type: ignore[arg-type]
+                          scenario, SutConfig(warmup_batches=0, **config))
+    return sut, completer
+
+
+def wait_for(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.005)
+
+
+def test_inline_completes_each_query_with_its_own_predictions() -> None:
+    sut, done = make_sut(Scenario.MULTI_STREAM, EchoBackend(), max_batch_size=8)
+    sut.start()
+    sut.issue([101, 102, 103], [7, 8, 9])
+    sut.stop()
+    assert done.batches == [[101, 102, 103]]
+    assert done.values == {101: 7, 102: 8, 103: 9}
+
+
+def test_offline_splits_into_max_batch_chunks_and_completes_everything() -> None:
+    backend = EchoBackend()
+    sut, done = make_sut(Scenario.OFFLINE, backend, n=64, max_batch_size=16, workers=2)
+    sut.start()
+    ids, indices = list(range(1000, 1100)), [i % 64 for i in range(100)]
+    sut.issue(ids, indices)
+    wait_for(lambda: done.completed == 100)
+    sut.stop()
+    assert sorted(qid for batch in done.batches for qid in batch) == ids
+    assert max(backend.batch_sizes) == 16
+    assert all(done.values[qid] == idx % 10 for qid, idx in zip(ids, indices, strict=True))
+
+
+def test_server_batches_waiting_queries_up_to_the_max() -> None:
+    backend = EchoBackend(delay=0.05)
+    sut, done = make_sut(Scenario.SERVER, backend, max_batch_size=4, max_wait_us=20_000,
+                         workers=1)
+    sut.start()
+    for qid in range(10):
+        sut.issue([qid + 1], [qid])
+    wait_for(lambda: done.completed == 10)
+    sut.stop()
+    assert max(backend.batch_sizes) == 4  # merged, never above the max
+    assert len(backend.batch_sizes) < 10
+    assert done.values == {qid + 1: qid % 10 for qid in range(10)}
+
+
+def test_a_failing_batch_is_completed_counted_and_drains_the_rest() -> None:
+    backend = EchoBackend(fail_on=2)
+    sut, done = make_sut(Scenario.OFFLINE, backend, max_batch_size=10, workers=1)
+    sut.start()
+    sut.issue(list(range(1, 51)), list(range(50)))
+    wait_for(lambda: done.completed == 50)
+    sut.issue([99], [0])  # after the failure: answered at once, no prediction
+    sut.stop()
+    assert sut.failures.failures[0]["kind"] == "backend_error"
+    assert "boom" in sut.failures.failures[0]["message"]
+    assert sut.failures.failed_samples == 10
+    assert 99 in done.empty
+    completed = [qid for batch in done.batches for qid in batch] + done.empty
+    assert sorted(completed) == [*range(1, 51), 99]  # each id exactly once
+
+
+def test_watchdog_drains_a_hung_backend() -> None:
+    release = threading.Event()
+
+    class Hang(EchoBackend):
+        def predict(self, batch: Any) -> Any:
+            release.wait()
+            return super().predict(batch)
+
+    sut, done = make_sut(Scenario.OFFLINE, Hang(), max_batch_size=8, workers=1,
+                         watchdog_timeout_s=0.2)
+    sut.start()
+    sut.issue(list(range(1, 17)), list(range(16)))
+    wait_for(lambda: done.completed == 16)
+    assert sut.failures.failures[0]["kind"] == "watchdog_timeout"
+    release.set()  # the late answer must not complete anything twice
+    time.sleep(0.1)
+    sut.stop()
+    assert sorted(done.empty) == list(range(1, 17)) and done.batches == []
+
+
+@pytest.mark.parametrize("scenario", list(Scenario))
+def test_every_scenario_has_a_dispatch(scenario: Scenario) -> None:
+    from suite.sut import DISPATCH
+
+    assert scenario in DISPATCH
