@@ -227,6 +227,16 @@ def show_command(run_dirs: tuple[Path, ...]) -> int:
     return 0
 
 
+def _add_discovered_commands() -> None:
+    from .commands import discover
+
+    for command in discover():
+        app.add_command(command)
+
+
+_add_discovered_commands()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``suite`` and ``python -m suite``; returns the exit code."""
     try:
