@@ -22,6 +22,8 @@ from pathlib import Path
 
 from . import backends, datasets
 from .accuracy import score_top1
+from .compliance import ComplianceTest, get_test
+from .compliance import run as compliance_run
 from .config import ConfigRequest, RunConfig, load_config
 from .errors import BackendUnavailable, SuiteError
 from .logs import DETAIL_LOG, parse_detail_log
@@ -59,8 +61,14 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     ``on_progress(test_name)`` may return a callback for that test's progress.
     """
     config, rules, card, model_sha, paths = prepare(request, paths)
+    check: ComplianceTest | None = None
+    if config.compliance:
+        check = get_test(config.compliance, paths)
+        compliance_run.guard(config, paths.home)
+        reference = compliance_run.find_reference(config, check, request.reference)
+        attempts = compliance_run.previous_attempts(config, check)
     run_dir = create_run_dir(config.runs_dir, config.benchmark, config.scenario.value,
-                             config.mode.value)
+                             config.compliance or config.mode.value)
     status_file = run_dir / "STATUS"
     status_file.write_text(f"RUNNING since {_now()}: no result yet; if this stays, the run "
                            "was killed before it could write result.json\n")
@@ -68,22 +76,39 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     (run_dir / "system.json").write_text(json.dumps(collect(), indent=2) + "\n")
 
     tests: list[TestResult] = []
-    for mode in config.mode.tests():
+    loadgen_model = rules.benchmark(config.benchmark).loadgen_model
+    for mode in (Mode.PERFORMANCE,) if check else config.mode.tests():
         callback = on_progress(mode.value) if on_progress else None
-        test = run_in_child(config, rules, mode, run_dir / mode.value, paths.home, callback)
+        test_dir = run_dir / mode.value
+        if check is not None:
+            with compliance_run.audit_config(check, loadgen_model, test_dir) as audit:
+                test = run_in_child(config, rules, mode, test_dir, paths.home, callback, audit)
+        else:
+            test = run_in_child(config, rules, mode, test_dir, paths.home, callback)
         if mode is Mode.ACCURACY and test.status is Status.VALID:
             test = _score(test, card, rules.benchmark(config.benchmark).accuracy_target)
         tests.append(test)
         if test.status in (Status.FAILED, Status.INTERRUPTED):
             break
+    result = _result(config, run_dir, model_sha, tests)
+    if check is not None and result.status not in (Status.FAILED, Status.INTERRUPTED):
+        result = _with_verdict(check, reference, result, run_dir, card, attempts)
+    result.dump(run_dir / "result.json")
+    status_file.write_text(f"{result.status.value} (exit code {result.exit_code}); "
+                           "see result.json\n")
+    return result
+
+
+def _result(config: RunConfig, run_dir: Path, model_sha: str,
+            tests: list[TestResult]) -> RunResult:
     status = max((t.status for t in tests), key=_SEVERITY.index)
-    result = RunResult(
+    return RunResult(
         run_id=run_dir.name,
         run_dir=str(run_dir),
         created_utc=_now(),
         benchmark=config.benchmark,
         scenario=config.scenario.value,
-        mode=config.mode.value,
+        mode=config.compliance or config.mode.value,
         backend=config.backend,
         round=config.round,
         model_sha256=model_sha,
@@ -94,9 +119,26 @@ def run(request: ConfigRequest, paths: Paths | None = None,
         exit_code=EXIT_CODES[status],
         tests=tests,
     )
-    result.dump(run_dir / "result.json")
-    status_file.write_text(f"{status.value} (exit code {result.exit_code}); see result.json\n")
-    return result
+
+
+def _with_verdict(check: ComplianceTest, reference: RunResult, result: RunResult,
+                  run_dir: Path, card: ModelCard, attempts: list[str]) -> RunResult:
+    _, response_dtype = make_postprocess(card)
+    labels = datasets.create(card).labels
+    try:
+        outcome = compliance_run.verdict(check, reference, result, run_dir, response_dtype,
+                                         labels, attempts)
+    except (OSError, ValueError, KeyError) as exc:
+        raise SuiteError(f"{check.name} verification failed in {run_dir}: {exc}") from exc
+    if outcome.passed:
+        return result.model_copy(update={"compliance": outcome})
+    failed = ", ".join(f for f, v in outcome.verdicts.items() if v != "TEST PASS")
+    return result.model_copy(update={
+        "compliance": outcome, "status": Status.INVALID, "exit_code": EXIT_CODES[Status.INVALID],
+        "submittable": False,
+        "non_submittable_reasons": [*result.non_submittable_reasons,
+                                    f"{check.name} failed ({failed})"],
+    })
 
 
 def _score(test: TestResult, card: ModelCard, target: float) -> TestResult:

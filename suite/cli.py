@@ -142,10 +142,14 @@ def _request(benchmark: str, scenario: str, backend: str, mode: str, round_name:
 @click.option("--expected-qps", type=float, help="Offline: loadgen.expected_qps")
 @click.option("--batch-size", type=int, help="sut.max_batch_size")
 @click.option("--workers", type=int, help="sut.workers")
+@click.option("--compliance", metavar="TESTxx", help="run a compliance test (TEST01, TEST04)")
+@click.option("--reference", type=click.Path(path_type=Path),
+              help="compliance: the reference run directory (default: newest matching)")
 def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_name: str,
                 quick: bool, config_file: Path | None, sets: tuple[str, ...],
                 runs_dir: Path | None, target_qps: float | None, expected_qps: float | None,
-                batch_size: int | None, workers: int | None) -> int:
+                batch_size: int | None, workers: int | None, compliance: str | None,
+                reference: Path | None) -> int:
     """Run one benchmark scenario through LoadGen."""
     flags = {
         "loadgen.target_qps": (target_qps, "--target-qps"),
@@ -155,6 +159,7 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
     }
     request = _request(benchmark, scenario, backend, mode, round_name, quick, config_file,
                        list(sets), runs_dir, flags)
+    request.compliance, request.reference = compliance, reference
     return _run_requests([request])
 
 

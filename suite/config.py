@@ -83,6 +83,8 @@ class RunConfig(BaseModel):
     backend_options: dict[str, Any]
     provenance: dict[str, str]
     overridden_rules: dict[str, str]
+    #: A compliance test (``TEST01``...) this run performs, or None.
+    compliance: str | None = None
 
     @property
     def non_submittable_reasons(self) -> list[str]:
@@ -114,6 +116,9 @@ class ConfigRequest:
     #: Typed overrides from named flags: dotted key -> (value, flag name).
     flags: dict[str, tuple[Any, str]] = field(default_factory=dict)
     runs_dir: Path | None = None
+    #: A compliance test to run (``TEST01``, ``TEST04``) and its reference run directory.
+    compliance: str | None = None
+    reference: Path | None = None
 
 
 def _choice(value: str, enum: type[Scenario] | type[Mode], what: str) -> Any:
@@ -323,5 +328,6 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
         provenance={k: v for k, v in provenance.items() if not k.startswith("backend.")}
         | {k: v for k, v in provenance.items() if k.startswith(option_prefix)},
         overridden_rules=overridden,
+        compliance=request.compliance.upper() if request.compliance else None,
     )
     return config, rules

@@ -60,6 +60,11 @@ def run_notes(results: Iterable[RunResult]) -> list[str]:
         name = f"{result.benchmark} {result.scenario}"
         for test in result.tests:
             lines += [f"{name} {test.mode}: {note}" for note in _test_notes(test)]
+        if result.compliance is not None:
+            comp = result.compliance
+            verdicts = ", ".join(f"{file}: {v}" for file, v in comp.verdicts.items())
+            lines.append(f"{name} {comp.test} attempt {comp.attempt} against "
+                         f"{comp.reference_run}: {verdicts}")
         reasons = [r for r in result.non_submittable_reasons if not r.startswith("the run is")]
         lines += [f"{name}: not submittable: {reason}" for reason in reasons]
     return list(dict.fromkeys(lines))
@@ -76,7 +81,8 @@ def results_table(results: Iterable[RunResult], title: str = "infersuite results
             name, value = _metric(test)
             table.add_row(
                 *(Text(cell) for cell in (result.benchmark, result.scenario, result.backend,
-                                          test.mode, name, value)),
+                                          result.compliance.test if result.compliance
+                                          else test.mode, name, value)),
                 Text(test.status.value, style=_STYLE[test.status]), Text(_early_stopping(test)),
                 Text(_accuracy(test)), Text("yes" if result.submittable else "no"),
             )

@@ -3,6 +3,7 @@
 ``SCHEMA_VERSION`` history:
 
 * 1: first version (performance from the detail log, accuracy, failures, provenance).
+* 2: ``compliance`` (the verdict of a compliance test run, with its earlier attempts).
 
 Performance numbers here are copied from LoadGen's detail log (``logs``), never
 computed by the harness.
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from .logs import DetailLog
 from .scenarios import SPECS, Scenario
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class _Frozen(BaseModel):
@@ -130,6 +131,18 @@ class TestResult(_Frozen):
     backend: dict[str, Any] = {}
 
 
+class ComplianceResult(_Frozen):
+    """A compliance test's verdict against its reference run."""
+
+    test: str
+    reference_run: str
+    passed: bool
+    verdicts: dict[str, str]
+    evidence: dict[str, list[str]]
+    attempt: int
+    previous_attempts: list[str]
+
+
 class RunResult(_Frozen):
     """A whole run (one or two tests), as written to ``result.json``."""
 
@@ -148,6 +161,7 @@ class RunResult(_Frozen):
     status: Status
     exit_code: int
     tests: list[TestResult]
+    compliance: ComplianceResult | None = None
 
     def dump(self, path: Path) -> None:
         """Write atomically (never a half-written result.json)."""

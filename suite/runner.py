@@ -100,7 +100,7 @@ def run_in_child(
     spec_path.write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
 
     read_fd, write_fd = os.pipe()
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=_child_pythonpath())
     with (test_dir / "harness.log").open("w", encoding="utf-8") as log:
         child = subprocess.Popen(
             [sys.executable, "-m", "suite.child", str(spec_path), str(write_fd)],
@@ -118,6 +118,14 @@ def run_in_child(
             interrupted, killed = _wait(child, config, watch)
             relay.join(timeout=2.0)
     return _collect(config, mode, test_dir, child.returncode, interrupted, killed)
+
+
+def _child_pythonpath() -> str:
+    """The parent's import roots, made absolute: the child runs in its test directory."""
+    package_root = str(Path(__file__).resolve().parent.parent)
+    entries = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+               if p]
+    return os.pathsep.join(dict.fromkeys([package_root, *entries]))
 
 
 def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch) -> tuple[bool, str]:

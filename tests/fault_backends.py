@@ -10,7 +10,10 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from suite.backends.null import NullBackend
+from suite.backends.onnxruntime import OnnxRuntimeBackend
 
 if TYPE_CHECKING:
     from suite.types import Batch, Outputs
@@ -62,3 +65,44 @@ class BrokenLoadBackend(NullBackend):
 
     def load(self, card: object, max_batch_size: int) -> object:  # type: ignore[override]
         raise RuntimeError("injected failure: weights are corrupt")
+
+
+class SteadyBackend(OnnxRuntimeBackend):
+    """Real onnxruntime answers, padded to a steady 8 ms per batch.
+
+    Compliance verdicts compare the speed of two runs within 10 %; padding makes that
+    comparison about the SUT's behaviour, not about a busy shared machine.
+    """
+
+    pad_s = 0.008
+
+    def predict(self, batch: Batch) -> Outputs:
+        start = time.perf_counter()
+        outputs = super().predict(batch)
+        remaining = self.pad_s - (time.perf_counter() - start)
+        if remaining > 0:
+            time.sleep(remaining)
+        return outputs
+
+
+class PerturbingBackend(SteadyBackend):
+    """Cheats in performance mode: shifts every logit row, so the class changes."""
+
+    def predict(self, batch: Batch) -> Outputs:
+        return np.roll(super().predict(batch), 1, axis=1)
+
+
+class CachingBackend(SteadyBackend):
+    """Cheats on repeats: answers an input identical to the previous one from a cache."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._last: tuple[bytes, Outputs] | None = None
+
+    def predict(self, batch: Batch) -> Outputs:
+        key = batch.tobytes()
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        outputs = super().predict(batch)
+        self._last = (key, outputs.copy())
+        return outputs

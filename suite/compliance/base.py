@@ -1,0 +1,104 @@
+"""What every compliance test shares: the audit.config it writes, the stale-file guard,
+the reference run, and the verdict files with the official ``TEST PASS``/``TEST FAIL``
+markers (the submission checker reads only those markers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import ConfigError
+from ..results import RunResult, Status
+from ..scenarios import Scenario
+
+AUDIT_CONFIG = "audit.config"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one verification file (accuracy or performance)."""
+
+    file: str
+    passed: bool
+    lines: list[str] = field(default_factory=list)
+
+    def write(self, directory: Path) -> None:
+        text = "\n".join([*self.lines, "TEST PASS" if self.passed else "TEST FAIL"]) + "\n"
+        (directory / self.file).write_text(text, encoding="utf-8")
+
+
+class ComplianceTest(Protocol):
+    """One compliance test: its audit.config lines and its verification."""
+
+    name: str
+    needs_accuracy_reference: bool
+
+    def audit_lines(self, loadgen_model: str) -> list[str]:
+        """``*.*.key = value`` lines of its audit.config."""
+        ...
+
+    def verify(self, reference: RunResult, compliance: RunResult, run_dir: Path,
+               response_dtype: Any, labels: Any) -> list[Verdict]:
+        """Compare the compliance run with ``reference`` (files for it go in ``run_dir``)."""
+        ...
+
+
+def audit_text(test: ComplianceTest, loadgen_model: str) -> str:
+    return "\n".join([f"# {test.name} audit.config, written by infersuite for this run only",
+                      *test.audit_lines(loadgen_model)]) + "\n"
+
+
+def refuse_stale_audit_configs(places: list[Path]) -> None:
+    """Refuse to start while an ``audit.config`` lies where a run could read it."""
+    for place in places:
+        candidates = [place / AUDIT_CONFIG]
+        if place.is_dir():
+            candidates += list(place.glob(f"*/*/{AUDIT_CONFIG}"))
+        for path in candidates:
+            if path.exists():
+                raise ConfigError(
+                    f"a stale {AUDIT_CONFIG} was found at {path}: LoadGen would apply it to a run",
+                    hint="it was left by a killed compliance run or copied by hand; delete it "
+                    "after checking what it holds",
+                )
+
+
+def score(result: RunResult) -> tuple[float, str]:
+    """A performance score where higher is better, and the scenario, from a run result."""
+    test = next((t for t in result.tests if t.mode == "performance"), None)
+    if test is None or test.performance is None or test.performance.metric_value is None:
+        raise ValueError(f"{result.run_dir} has no performance metric")
+    perf = test.performance
+    value = perf.metric_value
+    assert value is not None
+    return (1.0 / value if perf.unit == "ms" else value), perf.scenario
+
+
+def performance_verdict(reference: RunResult, compliance: RunResult, tolerance: float,
+                        small_tolerance: float, small_latency_ns: dict[str, int],
+                        two_sided: bool) -> Verdict:
+    """Compare scores; ``two_sided`` (TEST01) or "not faster" only (TEST04)."""
+    ref_score, scenario = score(reference)
+    test_score, test_scenario = score(compliance)
+    ref_valid = reference.tests[0].status is Status.VALID
+    test_valid = compliance.tests[0].status is Status.VALID
+    tol = tolerance
+    limit_ns = small_latency_ns.get(scenario)
+    if limit_ns is not None and 1e6 / ref_score <= limit_ns:  # score = 1/ms
+        tol = small_tolerance
+    ratio = test_score / ref_score
+    within = abs(ratio - 1) <= tol if two_sided else ratio < 1 + tol
+    passed = ref_valid and test_valid and scenario == test_scenario and within
+    lines = [
+        f"reference run: {reference.run_dir} ({reference.tests[0].status.value})",
+        f"compliance run: {compliance.run_dir} ({compliance.tests[0].status.value})",
+        f"scenario: {scenario} / {test_scenario}",
+        f"reference score = {ref_score:.6g}",
+        f"test score = {test_score:.6g}",
+        f"test / reference = {ratio:.4f} (allowed: "
+        + (f"within +-{tol:.0%})" if two_sided else f"below {1 + tol:.2f})"),
+    ]
+    if Scenario(scenario) in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM):
+        lines.append("scores of latency scenarios are 1 / latency (ms)")
+    return Verdict("verify_performance.txt", passed, lines)

@@ -1,0 +1,113 @@
+"""TEST01: the SUT really infers in performance mode.
+
+LoadGen logs a random sample of responses during a performance run
+(``accuracy_log_sampling_target``); each must equal the accuracy run's response for
+the same sample. If some differ (legitimate non-determinism), the rules allow a
+fallback: top-1 over the sampled set from the reference responses (baseline) and
+from the compliance responses must agree within ``accuracy_delta_percent``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..logs import ACCURACY_LOG
+from ..results import RunResult
+from .base import ComplianceTest, Verdict, performance_verdict
+
+
+def _responses(path: Path, dtype: Any) -> dict[int, list[int]]:
+    """qsl_idx -> every first value logged for it (a list: duplicates must agree)."""
+    found: dict[int, list[int]] = {}
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    for entry in entries:
+        values = np.frombuffer(bytes.fromhex(entry["data"]), dtype=dtype)
+        found.setdefault(int(entry["qsl_idx"]), []).append(int(values[0]) if len(values) else -1)
+    return found
+
+
+def _top1(responses: dict[int, int], labels: Any) -> float:
+    good = sum(1 for idx, value in responses.items() if value == int(labels[idx]))
+    return 100.0 * good / len(responses) if responses else 0.0
+
+
+class Test01:
+    """See the module docstring."""
+
+    name = "TEST01"
+    needs_accuracy_reference = True
+
+    def __init__(self, table: dict[str, Any], all_tables: dict[str, Any]) -> None:
+        self.table = table
+        self.small = all_tables.get("small_latency_ns", {})
+
+    def audit_lines(self, loadgen_model: str) -> list[str]:
+        audit = self.table["audit"]
+        target = self.table["accuracy_log_sampling_target"].get(loadgen_model, 4096)
+        return [f"*.*.{key} = {value}" for key, value in audit.items()] + [
+            f"*.*.accuracy_log_sampling_target = {target}"
+        ]
+
+    def verify(self, reference: RunResult, compliance: RunResult, run_dir: Path,
+               response_dtype: Any, labels: Any) -> list[Verdict]:
+        compliance_log = run_dir / "performance" / ACCURACY_LOG
+        reference_log = Path(reference.run_dir) / "accuracy" / ACCURACY_LOG
+        sampled = _responses(compliance_log, response_dtype)
+        truth = _responses(reference_log, response_dtype)
+        matches = mismatches = missing = 0
+        for idx, values in sampled.items():
+            if idx not in truth:
+                missing += 1
+            elif all(v == truth[idx][0] for v in values):
+                matches += 1
+            else:
+                mismatches += 1
+        lines = [
+            f"compliance accuracy log: {compliance_log}",
+            f"reference accuracy log: {reference_log}",
+            f"num_perf_log_qsl_idx_match = {matches}",
+            f"num_perf_log_data_mismatch = {mismatches}",
+            f"num_missing_qsl_idxs = {missing}",
+        ]
+        accuracy_dir = run_dir / "accuracy"
+        accuracy_dir.mkdir(exist_ok=True)
+        shutil.copyfile(compliance_log, accuracy_dir / ACCURACY_LOG)
+        passed = mismatches == 0 and missing == 0 and matches > 0
+        if not passed and matches + mismatches > 0:
+            passed = self._fallback(sampled, truth, labels, accuracy_dir, lines)
+        return [Verdict("verify_accuracy.txt", passed, lines),
+                self.performance(reference, compliance)]
+
+    def performance(self, reference: RunResult, compliance: RunResult) -> Verdict:
+        return performance_verdict(reference, compliance, self.table["performance_tolerance"],
+                                   self.table["small_latency_tolerance"], self.small,
+                                   two_sided=True)
+
+    def _fallback(self, sampled: dict[int, list[int]], truth: dict[int, list[int]],
+                  labels: Any, accuracy_dir: Path, lines: list[str]) -> bool:
+        common = [idx for idx in sampled if idx in truth]
+        baseline = _top1({idx: truth[idx][0] for idx in common}, labels)
+        observed = _top1({idx: sampled[idx][0] for idx in common}, labels)
+        (accuracy_dir / "baseline_accuracy.txt").write_text(
+            f"accuracy={baseline:.3f}%, good={round(baseline * len(common) / 100)}, "
+            f"total={len(common)}\n")
+        (accuracy_dir / "compliance_accuracy.txt").write_text(
+            f"accuracy={observed:.3f}%, good={round(observed * len(common) / 100)}, "
+            f"total={len(common)}\n")
+        delta = abs(1 - baseline / observed) * 100 if observed else float("inf")
+        limit = float(self.table["accuracy_delta_percent"])
+        lines += [
+            "responses differ: applying the accuracy-delta fallback the rules allow",
+            f"baseline accuracy (reference responses, {len(common)} sampled) = {baseline:.3f}%",
+            f"compliance accuracy (performance-mode responses) = {observed:.3f}%",
+            f"|1 - baseline/compliance| x 100 = {delta:.3f} (allowed <= {limit})",
+        ]
+        return delta <= limit
+
+
+_check: type[ComplianceTest] = Test01
