@@ -19,6 +19,7 @@ it enforces come from LoadGen's measured behaviour (``shared/reference/loadgen.m
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -107,20 +108,23 @@ class Completer:
 
     def complete(self, ids: Sequence[int], responses: npt.NDArray[Any]) -> None:
         """Complete ``ids[k]`` with row ``k`` of the C-contiguous ``responses``."""
-        stride = self.row_nbytes
+        stride, n = self.row_nbytes, len(ids)
         base = responses.ctypes.data
-        response = lg.QuerySampleResponse
-        lg.QuerySamplesComplete(
-            [response(qid, base + k * stride, stride) for k, qid in enumerate(ids)]
-        )
-        self.completed += len(ids)
+        # map() over C-level iterators: no Python frame per sample (about 25 % cheaper
+        # than a comprehension; building these objects is the binding's main cost).
+        lg.QuerySamplesComplete(list(map(
+            lg.QuerySampleResponse, ids, range(base, base + n * stride, stride), repeat(stride, n)
+        )))
+        self.completed += n
 
     def complete_empty(self, ids: Sequence[int]) -> None:
         """Complete ``ids`` with all-zero payloads (a failed or drained batch)."""
-        address, stride = self._zeros.ctypes.data, self.row_nbytes
-        response = lg.QuerySampleResponse
-        lg.QuerySamplesComplete([response(qid, address, stride) for qid in ids])
-        self.completed += len(ids)
+        n = len(ids)
+        lg.QuerySamplesComplete(list(map(
+            lg.QuerySampleResponse, ids, repeat(self._zeros.ctypes.data, n),
+            repeat(self.row_nbytes, n),
+        )))
+        self.completed += n
 
 
 def loadgen_version() -> str:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from rich.table import Table
 from rich.text import Text
 
+from .explain import explain
 from .results import RunResult, Status, TestResult
 
 _STYLE = {Status.VALID: "green", Status.INVALID: "yellow", Status.FAILED: "red",
@@ -43,10 +44,7 @@ def _test_notes(test: TestResult) -> list[str]:
         notes.append(test.message)
     perf = test.performance
     if perf is not None:
-        if perf.invalid_reason:
-            notes.append(f"LoadGen: {perf.invalid_reason}")
-        if perf.num_errors:
-            notes.append(f"LoadGen logged {perf.num_errors} error(s): {'; '.join(perf.errors[:3])}")
+        notes += [f"INVALID because {item}" for item in explain(perf)]
     acc = test.accuracy
     if acc is not None and acc.loadgen_errors:
         notes.append(f"the accuracy log has {len(acc.loadgen_errors)} LoadGen error(s)")
