@@ -76,6 +76,7 @@ class _Status:
                 "failures": sut.failures.failures if sut else [],
                 "failed_samples": sut.failures.failed_samples if sut else 0,
                 "samples_completed": sut.completer.completed if sut else 0,
+                "derived": sut.derived if sut else {},
                 **extra,
             }
             tmp = self.path.with_suffix(".tmp")
@@ -126,6 +127,7 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
         sut = SystemUnderTest(
             backend, dataset, postprocess, Completer(response_dtype.itemsize),
             config.scenario, config.sut, on_drain=drained.set,
+            latency_bound_ms=config.loadgen.latency_bound_ms,
         )
         sut.warmup()
     except Exception as exc:

@@ -55,6 +55,7 @@ def _config_options(func: Any) -> Any:
                      help="user config TOML"),
         click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
                      help="override one config key, repeatable"),
+        click.option("--system", help="whose tuned settings apply (default: this host)"),
     ]
     for option in reversed(options):
         func = option(func)
@@ -146,7 +147,7 @@ def _request(benchmark: str, scenario: str, backend: str, mode: str, round_name:
 @click.option("--reference", type=click.Path(path_type=Path),
               help="compliance: the reference run directory (default: newest matching)")
 def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_name: str,
-                quick: bool, config_file: Path | None, sets: tuple[str, ...],
+                quick: bool, config_file: Path | None, sets: tuple[str, ...], system: str | None,
                 runs_dir: Path | None, target_qps: float | None, expected_qps: float | None,
                 batch_size: int | None, workers: int | None, compliance: str | None,
                 reference: Path | None) -> int:
@@ -159,7 +160,7 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
     }
     request = _request(benchmark, scenario, backend, mode, round_name, quick, config_file,
                        list(sets), runs_dir, flags)
-    request.compliance, request.reference = compliance, reference
+    request.compliance, request.reference, request.system = compliance, reference, system
     return _run_requests([request])
 
 
@@ -179,12 +180,15 @@ def demo_command(backend: str, runs_dir: Path | None) -> int:
 @app.command("config")
 @_config_options
 def config_command(benchmark: str, scenario: str, backend: str, mode: str, round_name: str,
-                   quick: bool, config_file: Path | None, sets: tuple[str, ...]) -> int:
+                   quick: bool, config_file: Path | None, sets: tuple[str, ...],
+                   system: str | None) -> int:
     """Print the resolved configuration and where each value came from (no run)."""
     from .api import prepare
 
-    resolved = prepare(_request(benchmark, scenario, backend, mode, round_name, quick,
-                                config_file, list(sets), None, {}))[0]
+    request = _request(benchmark, scenario, backend, mode, round_name, quick, config_file,
+                       list(sets), None, {})
+    request.system = system
+    resolved = prepare(request)[0]
     table = Table(title=f"{resolved.benchmark} {resolved.scenario.value} on {resolved.backend}")
     table.add_column("key")
     table.add_column("value")

@@ -6,6 +6,8 @@ Layers, lowest to highest precedence (each later layer overrides earlier ones ke
 2. ``run_rules/<round>.toml``: what the round fixes (overriding any of these makes the
    run non-submittable);
 3. ``scenarios/<scenario>.toml``: its top-level tables, then ``[benchmarks.<name>]``;
+   then ``scenarios/systems/<system>/<backend>.toml`` if ``suite tune`` wrote one for
+   this system (``[benchmarks.<name>.scenarios.<scenario>]``);
 4. with ``--quick``: the ``[quick]`` tables of the scenario file (durations in seconds);
 5. the user config file (``--config``): top level, ``[benchmarks.<name>]``,
    ``[scenarios.<scenario>]``;
@@ -18,6 +20,9 @@ and the file it came from and suggesting the closest valid name.
 from __future__ import annotations
 
 import difflib
+import os
+import platform
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -58,7 +63,10 @@ class SutConfig(_Section):
     """``[sut]``: how the system under test batches and schedules work."""
 
     max_batch_size: int = Field(default=64, ge=1)
-    max_wait_us: int = Field(default=500, ge=0, description="Server dynamic batching")
+    max_wait_us: int = Field(
+        default=-1, ge=-1,
+        description="Server dynamic batching; -1 derives it from the latency bound and the "
+        "batch latency measured at warm-up")
     workers: int = Field(default=1, ge=1, description="worker threads (Offline, Server)")
     warmup_batches: int = Field(default=3, ge=0)
     watchdog_timeout_s: float = Field(default=60.0, gt=0, description="a batch older fails")
@@ -85,6 +93,8 @@ class RunConfig(BaseModel):
     overridden_rules: dict[str, str]
     #: A compliance test (``TEST01``...) this run performs, or None.
     compliance: str | None = None
+    #: The system whose tuned settings were looked up (``scenarios/systems/<system>/``).
+    system: str = ""
 
     @property
     def non_submittable_reasons(self) -> list[str]:
@@ -119,6 +129,20 @@ class ConfigRequest:
     #: A compliance test to run (``TEST01``, ``TEST04``) and its reference run directory.
     compliance: str | None = None
     reference: Path | None = None
+    #: The system whose tuned settings apply (default: ``$SUITE_SYSTEM``, else this host).
+    system: str | None = None
+
+
+def default_system_name() -> str:
+    """This machine's name as a file-name-safe slug."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", platform.node()).strip("-.")
+    return name or "this-system"
+
+
+def tuned_settings_path(paths: Paths, system: str, backend: str) -> Path:
+    """Where ``suite tune`` writes, and ``suite run`` reads, a system's tuned settings."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", backend)
+    return paths.scenarios / "systems" / system / f"{safe}.toml"
 
 
 def _choice(value: str, enum: type[Scenario] | type[Mode], what: str) -> Any:
@@ -278,6 +302,12 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
         _read_toml(scenario_file), f"scenarios/{scenario.value}.toml", ctx, False
     )
     layers += normal
+    system = request.system or os.environ.get("SUITE_SYSTEM") or default_system_name()
+    tuned_file = tuned_settings_path(paths, system, request.backend)
+    if tuned_file.is_file():
+        normal, _ = _layers_from_table(
+            _read_toml(tuned_file), str(tuned_file.relative_to(paths.home)), ctx, True)
+        layers += normal
     if request.quick:
         layers += quick
     if request.config_file is not None:
@@ -329,5 +359,6 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
         | {k: v for k, v in provenance.items() if k.startswith(option_prefix)},
         overridden_rules=overridden,
         compliance=request.compliance.upper() if request.compliance else None,
+        system=system,
     )
     return config, rules

@@ -118,6 +118,7 @@ class SystemUnderTest:
         scenario: Scenario,
         config: SutConfig,
         on_drain: Callable[[], None] = lambda: None,
+        latency_bound_ms: float | None = None,
     ) -> None:
         self.backend = backend
         self.dataset = dataset
@@ -133,15 +134,30 @@ class SystemUnderTest:
         self._threads: list[threading.Thread] = []
         self._inline_buffer = dataset.new_buffer(config.max_batch_size)
         self._stop = threading.Event()
+        self._latency_bound_ms = latency_bound_ms
+        self.max_wait_s = max(config.max_wait_us, 0) / 1e6
+        #: Values the SUT derived at warm-up (recorded in status.json).
+        self.derived: dict[str, float] = {}
 
     # -- lifecycle -------------------------------------------------------------------
 
     def warmup(self) -> None:
-        """Predict a few zero batches before LoadGen starts (JIT, allocators, caches)."""
+        """Predict zero batches before LoadGen starts (JIT, allocators, caches), timing the
+        largest batch to derive the Server wait when ``max_wait_us`` is -1."""
         sizes = sorted({1, self.config.max_batch_size})
+        timings: list[float] = []
         for _ in range(self.config.warmup_batches):
             for size in sizes:
+                start = time.perf_counter()
                 self.backend.predict(np.zeros_like(self._inline_buffer[:size]))
+                if size == self.config.max_batch_size:
+                    timings.append(time.perf_counter() - start)
+        if self.dispatch is Dispatch.DYNAMIC and self.config.max_wait_us < 0:
+            batch_s = sorted(timings)[len(timings) // 2] if timings else 0.0
+            bound_s = (self._latency_bound_ms or 0.0) / 1e3
+            self.max_wait_s = max(0.0, bound_s / 2 - batch_s)
+            self.derived = {"batch_latency_us": round(batch_s * 1e6, 1),
+                            "max_wait_us": round(self.max_wait_s * 1e6, 1)}
 
     def start(self) -> None:
         """Start the worker threads (none for INLINE) and the watchdog."""
@@ -250,7 +266,7 @@ class SystemUnderTest:
 
     def _dynamic_worker(self) -> None:
         max_batch = self.config.max_batch_size
-        max_wait = self.config.max_wait_us / 1e6
+        max_wait = self.max_wait_s
         buffer = self.dataset.new_buffer(max_batch)
         carry: Item | None = None
         stopping = False

@@ -170,6 +170,18 @@ def test_watchdog_drains_a_hung_backend() -> None:
     assert sorted(done.empty) == list(range(1, 17)) and done.batches == []
 
 
+def test_server_wait_is_derived_from_the_bound_and_the_batch_latency() -> None:
+    backend = EchoBackend(delay=0.002)
+    sut, _ = make_sut(Scenario.SERVER, backend, max_batch_size=8, max_wait_us=-1, workers=1)
+    sut._latency_bound_ms = 10.0
+    sut.config = sut.config.model_copy(update={"warmup_batches": 3})
+    sut.warmup()
+    batch_us = sut.derived["batch_latency_us"]
+    assert batch_us >= 2000  # the backend sleeps 2 ms per batch
+    assert sut.derived["max_wait_us"] == pytest.approx(5000 - batch_us, abs=1)
+    assert sut.max_wait_s == pytest.approx(sut.derived["max_wait_us"] / 1e6, abs=1e-6)
+
+
 @pytest.mark.parametrize("scenario", list(Scenario))
 def test_every_scenario_has_a_dispatch(scenario: Scenario) -> None:
     from suite.sut import DISPATCH

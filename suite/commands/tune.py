@@ -1,0 +1,65 @@
+"""``suite tune``: find and record the settings this system sustains (see ``suite.tune``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("tune")
+@click.option("--benchmark", default="digits", show_default=True)
+@click.option("--backend", default="onnxruntime", show_default=True)
+@click.option("--scenario", "scenarios", multiple=True,
+              type=click.Choice(["offline", "singlestream", "multistream", "server"]),
+              help="repeatable; default: all four")
+@click.option("--system", help="system name for the settings file (default: this host)")
+@click.option("--runs-dir", type=click.Path(path_type=Path), help="default: runs/")
+@click.option("--probe-ms", default=2000, show_default=True, help="duration of a probe run")
+@click.option("--confirm-ms", type=int,
+              help="confirming run length (default: the official duration, 600 s)")
+@click.option("--batch-sizes", default="1,4,16", show_default=True,
+              help="Server batch sizes to try, comma-separated")
+@click.option("--steps", default=6, show_default=True, help="Server bisection steps")
+@click.option("--fresh", is_flag=True, help="ignore cached probes")
+def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], system: str | None,
+                 runs_dir: Path | None, probe_ms: int, confirm_ms: int | None, batch_sizes: str,
+                 steps: int, fresh: bool) -> int:
+    """Find Offline expected QPS, stream latency hints and the highest VALID Server rate."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ..paths import find_paths
+    from ..scenarios import Scenario
+    from ..tune import tune
+
+    err = Console(stderr=True, soft_wrap=True)
+    paths = find_paths()
+    chosen = [Scenario(s) for s in scenarios] or list(Scenario)
+    try:
+        sizes = [int(b) for b in batch_sizes.split(",") if b.strip()]
+    except ValueError:
+        raise click.BadParameter(
+            f"--batch-sizes {batch_sizes!r}: integers, comma-separated") from None
+    try:
+        report = tune(paths, benchmark, backend, chosen, system,
+                      (runs_dir or paths.runs).resolve(), probe_ms, confirm_ms, sizes, steps,
+                      fresh, lambda m: err.print(escape(m)))
+    except RuntimeError as exc:
+        from ..errors import SuiteError
+
+        raise SuiteError(str(exc), hint="look at the probe runs under runs/tune-probes/") from exc
+    table = Table(title=f"tuned {benchmark} on {backend} for system '{report.system}'")
+    for column in ("scenario", "key", "value", "why"):
+        table.add_column(column)
+    for scenario, choices in report.choices.items():
+        for choice in choices:
+            table.add_row(scenario, choice.key, str(choice.value), escape(choice.why))
+    Console().print(table)
+    err.print(f"probes run: {report.probes_run}, reused from cache: {report.probes_cached}")
+    err.print(f"written: {report.settings_file} (suite run picks it up on this system)")
+    return 0
+
+
+COMMANDS = [tune_command]

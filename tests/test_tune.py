@@ -1,0 +1,44 @@
+"""``suite tune``: a VALID confirming Server run, settings that ``suite run`` picks up, and
+probes reused by a second invocation. Real LoadGen probe runs on the null backend."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from .conftest import run_cli
+
+TUNE = ["tune", "--scenario", "server", "--probe-ms", "1500", "--confirm-ms", "2500",
+        "--batch-sizes", "16", "--steps", "3", "--backend", "null", "--system", "testbox"]
+
+
+def test_tune_confirms_writes_settings_and_reuses_probes(suite_home: Path,
+                                                        runs_dir: Path) -> None:
+    first = run_cli(*TUNE, "--runs-dir", str(runs_dir), SUITE_HOME=str(suite_home),
+                    timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    ran = int(re.search(r"probes run: (\d+)", first.stderr).group(1))  # type: ignore[union-attr]
+    assert ran >= 3
+    settings = suite_home / "scenarios" / "systems" / "testbox" / "null.toml"
+    tuned = tomllib.loads(settings.read_text())
+    server = tuned["benchmarks"]["digits"]["scenarios"]["server"]
+    assert server["loadgen"]["target_qps"] > 0
+    assert server["sut"]["max_batch_size"] == 16
+    assert "confirmed by a run of 2500 ms" in settings.read_text()
+    offline = tuned["benchmarks"]["digits"]["scenarios"]["offline"]["loadgen"]
+    assert offline["expected_qps"] > 0
+
+    # `suite run` on that system picks the values up, and says where they came from.
+    shown = run_cli("config", "--scenario", "server", "--backend", "null",
+                    SUITE_HOME=str(suite_home), SUITE_SYSTEM="testbox")
+    assert shown.returncode == 0, shown.stderr
+    assert "scenarios/systems/testbox/null.toml" in shown.stdout
+    assert str(server["loadgen"]["target_qps"]) in shown.stdout
+
+    second = run_cli(*TUNE, "--runs-dir", str(runs_dir), SUITE_HOME=str(suite_home),
+                     timeout=600)
+    assert second.returncode == 0, second.stderr
+    assert "probes run: 0" in second.stderr
+    assert f"reused from cache: {ran}" in second.stderr
+    assert list(settings.parent.glob("null.toml.*.bak"))  # the first file was kept
