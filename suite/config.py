@@ -131,6 +131,8 @@ class ConfigRequest:
     reference: Path | None = None
     #: The system whose tuned settings apply (default: ``$SUITE_SYSTEM``, else this host).
     system: str | None = None
+    #: Apply the system's tuned settings (``suite tune`` itself starts without them).
+    use_tuned: bool = True
 
 
 def default_system_name() -> str:
@@ -304,7 +306,7 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
     layers += normal
     system = request.system or os.environ.get("SUITE_SYSTEM") or default_system_name()
     tuned_file = tuned_settings_path(paths, system, request.backend)
-    if tuned_file.is_file():
+    if request.use_tuned and tuned_file.is_file():
         normal, _ = _layers_from_table(
             _read_toml(tuned_file), str(tuned_file.relative_to(paths.home)), ctx, True)
         layers += normal

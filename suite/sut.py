@@ -259,9 +259,21 @@ class SystemUnderTest:
                 self.completer.complete(qids, responses[row:row + len(qids)])
             row += len(qids)
 
+    def _next_item(self) -> Item | None:
+        """Block for the next item, waking every 50 ms to look again.
+
+        Defensive: a run once kept its last sample queued for 60 s (until the watchdog)
+        while a worker waited in an untimed ``get``; a timed wait rechecks the queue.
+        """
+        while True:
+            try:
+                return self._queue.get(timeout=0.05)
+            except queue.Empty:
+                continue
+
     def _split_worker(self) -> None:
         buffer = self.dataset.new_buffer(self.config.max_batch_size)
-        while (item := self._queue.get()) is not None:
+        while (item := self._next_item()) is not None:
             self._run_batch((item,), buffer)
 
     def _dynamic_worker(self) -> None:
@@ -271,7 +283,7 @@ class SystemUnderTest:
         carry: Item | None = None
         stopping = False
         while not stopping:
-            first = carry if carry is not None else self._queue.get()
+            first = carry if carry is not None else self._next_item()
             carry = None
             if first is None:
                 return

@@ -111,7 +111,7 @@ class Tuner:
         return ConfigRequest(
             benchmark=self.benchmark, scenario=scenario, backend=self.backend, quick=quick,
             sets=[f"{k}={v}" for k, v in sets.items()], runs_dir=self.runs_dir / "tune-probes",
-            system=self.system,
+            system=self.system, use_tuned=False,  # probes must not depend on a previous tune
         )
 
     def probe(self, scenario: str, sets: dict[str, Any], quick: bool = True) -> ProbeResult:
@@ -134,8 +134,11 @@ class Tuner:
             mean_latency_ms=mean / 1e6 if mean else None,
             run_dir=result.run_dir,
         )
-        if test.status is Status.FAILED or test.status is Status.INTERRUPTED:
+        stalled = bool(test.failures) and test.failures[0].get("kind") == "watchdog_timeout"
+        if test.status is Status.INTERRUPTED or (test.status is Status.FAILED and not stalled):
             raise RuntimeError(f"probe failed: {test.message} ({result.run_dir})")
+        if stalled:  # a stalled batch is a latency failure at this rate, not a dead end
+            self.say(f"  probe stalled ({test.message}): counted as INVALID")
         self.cache.put(key, outcome)
         self.report.probes_run += 1
         self.say(f"  {scenario} {sets}: {'VALID' if outcome.valid else 'INVALID'} "
