@@ -1,11 +1,16 @@
-"""Harness-overhead benchmark (``make bench``): our Offline throughput against a plain
-onnxruntime loop, and the null backend, on the digits benchmark.
+"""``make bench``: how close the harness gets to the raw backend, measured in one run.
 
-Every harness figure is LoadGen's own ``result_samples_per_second`` from the run's
-``result.json``; the raw loop is the baseline we compare against. Each figure is the
-median of ``--repeats`` runs with its min and max; the ratio is taken from figures
-measured in this one invocation (machines are shared and noisy). Results are written
-as JSON to ``bench/results/`` and printed as a table.
+For digits (and a ResNet-50-shaped model when one can be built here), back to back:
+
+* the raw onnxruntime loop at its best batch size, and our Offline run at that batch;
+* SingleStream: LoadGen's p90 latency minus the raw one-sample p90 (the overhead);
+* Server: the highest target QPS that stays VALID under the 10 ms bound (``suite tune``'s
+  search), as a fraction of our own Offline throughput;
+* the null backend against LoadGen's own Python null SUT, the ceiling of any Python SUT.
+
+Every harness figure is LoadGen's (``result.json``); each figure is the median of
+``--repeats`` interleaved runs with its min and max, and ratios are formed within one
+invocation. One JSON file goes to ``bench/results/``; a table is printed.
 
     python bench/bench_harness.py --repeats 3 --seconds 3
 """
@@ -15,20 +20,22 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import raw  # noqa: E402
 
 from suite.api import run  # noqa: E402
-from suite.config import ConfigRequest, load_config  # noqa: E402
+from suite.config import ConfigRequest  # noqa: E402
 from suite.datasets.digits import validation_split  # noqa: E402
 from suite.models import load_card  # noqa: E402
 from suite.paths import find_paths  # noqa: E402
@@ -40,99 +47,157 @@ def stats(values: list[float]) -> dict[str, Any]:
             "runs": values}
 
 
-def raw_onnxruntime(batch_size: int, seconds: float) -> float:
-    """Samples/s of ``session.run`` in a plain loop over the validation set."""
-    import onnxruntime as ort
-
-    card = load_card(find_paths(), "digits")
-    images, _ = validation_split(card)
-    reps = -(-batch_size // len(images)) + 1
-    data = np.ascontiguousarray(np.concatenate([images] * reps))
-    session = ort.InferenceSession(str(card.onnx_path), providers=["CPUExecutionProvider"])
-    feed_name, out_name = card.input.name, card.output.name
-    for _ in range(20):
-        session.run([out_name], {feed_name: data[:batch_size]})
-    done, start = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - start) < seconds:
-        offset = done % len(images)
-        session.run([out_name], {feed_name: data[offset:offset + batch_size]})
-        done += batch_size
-    return done / elapsed
-
-
-def harness_offline(backend: str, expected_qps: float, seconds: float,
-                    runs_dir: Path) -> tuple[float, str]:
-    """LoadGen's samples/s for one quick Offline run of our harness, and its validity."""
-    request = ConfigRequest(
-        scenario="offline", backend=backend, quick=True, runs_dir=runs_dir,
-        sets=[f"loadgen.min_duration_ms={int(seconds * 1000)}",
-              f"loadgen.expected_qps={expected_qps:.1f}"],
-    )
-    result = run(request)
+def harness(scenario: str, backend: str, sets: dict[str, Any], runs_dir: Path) -> Any:
+    """One quick run through the suite; returns its performance summary."""
+    result = run(ConfigRequest(scenario=scenario, backend=backend, quick=True, runs_dir=runs_dir,
+                               sets=[f"{k}={v}" for k, v in sets.items()], use_tuned=False))
     perf = result.tests[0].performance
     if perf is None or perf.metric_value is None:
         raise SystemExit(f"benchmark run failed: {result.tests[0].message} ({result.run_dir})")
-    return perf.metric_value, perf.result_validity or "?"
+    return perf
+
+
+def loadgen_null_ceiling(samples: int, outdir: Path) -> float:
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "loadgen_null_sut.py"),
+                           str(samples), str(outdir)], capture_output=True, text=True,
+                          check=True)
+    return float(proc.stdout.strip())
+
+
+def server_max_valid(backend: str, offline_rate: float, runs_dir: Path, probe_ms: int) -> float:
+    from suite.tune import Tuner
+
+    tuner = Tuner(find_paths(), "digits", backend, "bench", runs_dir, probe_ms,
+                  confirm_ms=2 * probe_ms, fresh=True, say=lambda message: None)
+    return tuner.server(offline_rate, [16, 64], steps=5)
+
+
+def measure_digits(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    card = load_card(find_paths(), "digits")
+    images, _ = validation_split(card)
+    sess = raw.session(card.onnx_path)
+    batch, _ = raw.best_batch(sess, images, [64, 256, 1024], 1.0)
+    series: dict[str, list[float]] = {k: [] for k in (
+        "raw_samples_per_s", "offline_samples_per_s", "offline_ratio", "raw_ss_p90_us",
+        "ss_p90_us", "ss_overhead_us", "null_samples_per_s", "loadgen_null_sut_samples_per_s",
+        "null_ratio")}
+    for repeat in range(args.repeats):  # interleaved: drift hits every figure alike
+        raw_rate = raw.throughput(sess, images, batch, args.seconds)
+        offline = harness("offline", "onnxruntime", {
+            "loadgen.min_duration_ms": int(args.seconds * 1000),
+            "loadgen.expected_qps": round(raw_rate, 1), "sut.max_batch_size": batch}, tmp)
+        raw_p90 = raw.single_sample_p90_us(raw.session(card.onnx_path, 1), images, args.seconds)
+        single = harness("singlestream", "onnxruntime", {
+            "loadgen.min_duration_ms": int(args.seconds * 1000)}, tmp)
+        null = harness("offline", "null", {"loadgen.min_duration_ms": 1000,
+                                           "loadgen.expected_qps": 1_000_000}, tmp)
+        ceiling = loadgen_null_ceiling(int(null.effective["samples_per_query"]),
+                                       tmp / f"null_sut_{repeat}")
+        assert offline.metric_value and null.metric_value
+        ss_p90 = single.latency_ns["90.00_percentile"] / 1e3
+        for key, value in (
+            ("raw_samples_per_s", raw_rate), ("offline_samples_per_s", offline.metric_value),
+            ("offline_ratio", offline.metric_value / raw_rate), ("raw_ss_p90_us", raw_p90),
+            ("ss_p90_us", ss_p90), ("ss_overhead_us", ss_p90 - raw_p90),
+            ("null_samples_per_s", null.metric_value),
+            ("loadgen_null_sut_samples_per_s", ceiling),
+            ("null_ratio", null.metric_value / ceiling)):
+            series[key].append(value)
+    figures: dict[str, Any] = {"raw_best_batch": batch}
+    figures |= {key: stats(values) for key, values in series.items()}
+    if not args.skip_server:
+        offline_rate = statistics.median(series["offline_samples_per_s"])
+        qps = server_max_valid("onnxruntime", offline_rate, tmp, 2000)
+        figures["server_max_valid_qps"] = qps
+        figures["server_over_offline_ratio"] = qps / offline_rate
+    return figures
+
+
+def measure_resnet50(args: argparse.Namespace, tmp: Path,
+                     build: Callable[[Path], Path] | None) -> dict[str, Any] | None:
+    """ResNet-50-shaped model (random fixed-seed weights): raw vs our Offline."""
+    if build is None:
+        return None
+    model = build(tmp / "resnet50_random.onnx")
+    import numpy as np
+
+    data = np.random.default_rng(0).standard_normal((64, 3, 224, 224), dtype=np.float32)
+    sess = raw.session(model)
+    batch, _ = raw.best_batch(sess, data, [1, 4, 8], 4.0)
+    rates = [raw.throughput(sess, data, batch, args.seconds * 3) for _ in range(args.repeats)]
+    return {"raw_best_batch": batch, "raw_samples_per_s": stats(rates),
+            "note": "our Offline on this model needs the resnet50 benchmark's dataset path"}
+
+
+def _resnet_builder() -> Callable[[Path], Path] | None:
+    try:
+        from bench_models import build_resnet50_onnx  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return build_resnet50_onnx  # type: ignore[no-any-return]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3.0, help="per measurement")
+    parser.add_argument("--skip-server", action="store_true", help="skip the Server search")
+    parser.add_argument("--skip-resnet50", action="store_true")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
-
-    config, _ = load_config(ConfigRequest(scenario="offline"), find_paths())
-    batch = config.sut.max_batch_size
-    raw, ours, null = [], [], []
-    validity: dict[str, list[str]] = {"onnxruntime": [], "null": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(args.repeats):  # interleaved, so drift hits every variant alike
-            raw.append(raw_onnxruntime(batch, args.seconds))
-            value, valid = harness_offline("onnxruntime", raw[-1], args.seconds, Path(tmp))
-            ours.append(value)
-            validity["onnxruntime"].append(valid)
-            value, valid = harness_offline("null", 600_000.0, args.seconds, Path(tmp))
-            null.append(value)
-            validity["null"].append(valid)
-    ratios = [o / r for o, r in zip(ours, raw, strict=True)]
-    report = {
-        "benchmark": "digits",
-        "scenario": "Offline",
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": collect(),
-        "settings": {"batch_size": batch, "workers": config.sut.workers,
-                     "backend_options": config.backend_options, "seconds": args.seconds,
-                     "repeats": args.repeats},
-        "raw_onnxruntime_samples_per_s": stats(raw),
-        "harness_onnxruntime_samples_per_s": stats(ours),
-        "harness_over_raw_ratio": stats(ratios),
-        "null_backend_samples_per_s": stats(null),
-        "loadgen_validity": validity,
-        "note": "harness figures are LoadGen's result_samples_per_second; raw is a plain "
-                "session.run loop at the same batch size with onnxruntime's default threads",
-    }
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        report: dict[str, Any] = {
+            "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": collect(),
+            "settings": {"repeats": args.repeats, "seconds": args.seconds},
+            "digits": measure_digits(args, tmp),
+            "resnet50_shaped": None if args.skip_resnet50 else measure_resnet50(
+                args, tmp, _resnet_builder()),
+            "note": "harness figures are LoadGen's own; raw figures time session.run in a "
+                    "plain loop; ratios are formed within this invocation",
+        }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
+    _print(report)
+    print(f"written: {path}")
+    return 0
 
+
+def _print(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"digits Offline, batch {batch}, median of {args.repeats} [min-max]")
+    digits = report["digits"]
+    table = Table(title=f"digits, median [min-max] of {report['settings']['repeats']} runs")
     table.add_column("figure")
     table.add_column("value")
-    for name, key in (("raw onnxruntime loop (samples/s)", "raw_onnxruntime_samples_per_s"),
-                      ("harness, onnxruntime (samples/s)", "harness_onnxruntime_samples_per_s"),
-                      ("harness / raw", "harness_over_raw_ratio"),
-                      ("harness, null backend (samples/s)", "null_backend_samples_per_s")):
-        s = report[key]
-        fmt = "{:.3f}" if "ratio" in key else "{:,.0f}"
+
+    def row(name: str, key: str, fmt: str) -> None:
+        s = digits[key]
         table.add_row(name, f"{fmt.format(s['median'])} [{fmt.format(s['min'])}-"
                       f"{fmt.format(s['max'])}]")
+
+    table.add_row("raw best batch", str(digits["raw_best_batch"]))
+    row("raw onnxruntime samples/s", "raw_samples_per_s", "{:,.0f}")
+    row("ours Offline samples/s", "offline_samples_per_s", "{:,.0f}")
+    row("ours / raw (Offline)", "offline_ratio", "{:.3f}")
+    row("raw 1-sample p90 (µs)", "raw_ss_p90_us", "{:.1f}")
+    row("ours SingleStream p90 (µs)", "ss_p90_us", "{:.1f}")
+    row("SingleStream p90 overhead (µs)", "ss_overhead_us", "{:.1f}")
+    row("null backend Offline samples/s", "null_samples_per_s", "{:,.0f}")
+    row("LoadGen Python null SUT samples/s", "loadgen_null_sut_samples_per_s", "{:,.0f}")
+    row("null / LoadGen null SUT", "null_ratio", "{:.3f}")
+    if "server_max_valid_qps" in digits:
+        table.add_row("Server max VALID QPS (10 ms)", f"{digits['server_max_valid_qps']:,.0f}")
+        table.add_row("Server max / ours Offline", f"{digits['server_over_offline_ratio']:.3f}")
+    resnet = report.get("resnet50_shaped")
+    if resnet:
+        s = resnet["raw_samples_per_s"]
+        table.add_row("ResNet-50-shaped raw samples/s", f"{s['median']:.1f} (batch "
+                      f"{resnet['raw_best_batch']})")
     Console().print(table)
-    print(f"written: {path}")
-    return 0
 
 
 if __name__ == "__main__":

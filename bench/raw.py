@@ -1,0 +1,65 @@
+"""Baselines without the harness: onnxruntime in a plain loop.
+
+These are what the harness is compared with. They time ``session.run`` directly with
+``time.perf_counter``; the harness's own figures always come from LoadGen's logs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+
+def session(model: Path, intra_op_threads: int = 0) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = intra_op_threads
+    return ort.InferenceSession(str(model), sess_options=options,
+                                providers=["CPUExecutionProvider"])
+
+
+def throughput(sess: Any, data: npt.NDArray[Any], batch: int, seconds: float) -> float:
+    """Samples/s of ``sess.run`` on consecutive ``batch``-sized slices of ``data``."""
+    name = sess.get_inputs()[0].name
+    reps = -(-batch // len(data)) + 1
+    pool = np.ascontiguousarray(np.concatenate([data] * reps))
+    for _ in range(5):
+        sess.run(None, {name: pool[:batch]})
+    done, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        offset = done % len(data)
+        sess.run(None, {name: pool[offset:offset + batch]})
+        done += batch
+    return done / elapsed
+
+
+def best_batch(sess: Any, data: npt.NDArray[Any], batches: list[int],
+               seconds: float) -> tuple[int, float]:
+    """The batch size with the highest raw throughput, and that throughput."""
+    rates = {b: throughput(sess, data, b, seconds) for b in batches}
+    best = max(rates, key=lambda b: rates[b])
+    return best, rates[best]
+
+
+def single_sample_p90_us(sess: Any, data: npt.NDArray[Any], seconds: float) -> float:
+    """p90 latency (µs) of one-sample ``sess.run`` calls, back to back."""
+    name = sess.get_inputs()[0].name
+    samples = [np.ascontiguousarray(data[i:i + 1]) for i in range(len(data))]
+    for sample in samples[:20]:
+        sess.run(None, {name: sample})
+    latencies: list[float] = []
+    start = time.perf_counter()
+    i = 0
+    while time.perf_counter() - start < seconds:
+        t0 = time.perf_counter_ns()
+        sess.run(None, {name: samples[i % len(samples)]})
+        latencies.append((time.perf_counter_ns() - t0) / 1e3)
+        i += 1
+    latencies.sort()
+    return latencies[int(len(latencies) * 0.9)] if latencies else statistics.mean([0.0])
