@@ -47,9 +47,19 @@ def env() -> dict[str, str]:
     return {"SUITE_KEY_PASSPHRASE": PASSPHRASE}
 
 
+#: Each test module that imports ``built`` gets its own fixture definition, so the
+#: build is memoized here: the real runs happen once per session, not once per module.
+_BUILT: dict[str, Built] = {}
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    base = tmp_path_factory.mktemp("submission")
+    if "tree" not in _BUILT:
+        _BUILT["tree"] = _build(tmp_path_factory.mktemp("submission"))
+    return _BUILT["tree"]
+
+
+def _build(base: Path) -> Built:
     runs, out, keys = base / "runs", base / "submissions", base / "keys"
     runs.mkdir()
     for scenario in ("offline", "server"):

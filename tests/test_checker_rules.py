@@ -130,6 +130,15 @@ def test_rule_fails_on_the_right_result(rule_id: str, passing_tree: Path) -> Non
     assert not by_id[where].valid
 
 
+def test_compliance_performance_logs_obey_the_settings_rules(passing_tree: Path) -> None:
+    _log(f"{SRV}/TEST04/performance/run_1/mlperf_log_detail.txt",
+         effective_sample_index_rng_seed=5)(passing_tree)
+    report = check_path(passing_tree, RULESET)
+    hits = [f for r in report.results for f in r.findings if f.rule == "PERF-SEEDS"]
+    assert [(h.result, h.file) for h in hits] == [
+        (SRV, f"{SRV}/TEST04/performance/run_1/mlperf_log_detail.txt")]
+
+
 def test_compat_official_reproduces_official_verdicts(passing_tree: Path) -> None:
     for rule_id in ("PERF-VALIDITY", "PERF-ERRORS", "PERF-LATENCY-MEASURED", "PERF-SUMMARY"):
         MUTATIONS[rule_id][0](passing_tree)
@@ -149,3 +158,35 @@ def test_json_report_validates_against_the_published_schema(passing_tree: Path) 
     assert {"SYS-COUNTS", "PERF-LOG"} <= rules
     ok = run_cli("check", str(passing_tree.parent / "missing"))
     assert ok.returncode == 1
+
+
+def test_acceptance_defects_together_each_on_its_result(passing_tree: Path) -> None:
+    """Issue 3, acceptance 2: every defect at once, through the CLI, never a traceback."""
+    for rule_id in ("PERF-LOG", "PERF-LATENCY", "ACC-TARGET", "PERF-DURATION", "COMP-DIR"):
+        MUTATIONS[rule_id][0](passing_tree)
+    _log(SPERF, effective_schedule_rng_seed=7)(passing_tree)
+    _sys(accelerators_per_node="N/A", system_type="cloud")(passing_tree)
+    done = run_cli("check", str(passing_tree), "--json")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    by_id = {r["id"]: {f["rule"] for f in r["findings"]}
+             for r in json.loads(done.stdout)["results"]}
+    assert {"PERF-LOG", "ACC-TARGET", "SYS-COUNTS", "SYS-TYPE"} <= by_id[OFF]
+    assert {"PERF-LATENCY", "PERF-DURATION", "PERF-SEEDS", "COMP-DIR"} <= by_id[SRV]
+    assert "PERF-SEEDS" not in by_id[OFF]
+    # the system JSON itself is now corrupt: still findings, not a crash
+    _write(SYSTEM, "\x00\xff")(passing_tree)
+    assert run_cli("check", str(passing_tree)).returncode == 2
+
+
+def test_run_directory_check_recomputes_the_accuracy_hash(built: fx.Built,
+                                                          tmp_path: Path) -> None:
+    run = next(p for p in sorted(built.runs.iterdir()) if p.name.endswith("offline_all"))
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    report = check_path(copy, RULESET)
+    rules = {f.rule for f in report.results[0].findings}
+    assert report.kind == "run" and "PERF-DURATION" in rules and "ACC-HASH" not in rules
+    txt = copy / "accuracy/accuracy.txt"
+    txt.write_text(txt.read_text().replace("hash=", "hash=0"))
+    rules = {f.rule for f in check_path(copy, RULESET).results[0].findings}
+    assert "ACC-HASH" in rules

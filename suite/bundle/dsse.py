@@ -70,7 +70,7 @@ def verify(raw: bytes, public: Ed25519PublicKey,
             continue
         try:
             public.verify(_b64(entry.get("sig")), message)
-        except (InvalidSignature, EnvelopeError):
+        except (InvalidSignature, EnvelopeError, ValueError):
             continue
         if kind != payload_type:
             raise EnvelopeError(f"unsupported payloadType {kind!r}")

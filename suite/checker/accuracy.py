@@ -5,6 +5,7 @@ Targets and metric regexes come from the round's tables (``ACC_PATTERN``).
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from .context import ResultContext, as_int, log_problem, read_text
@@ -60,9 +61,16 @@ def _accuracy_txt(ctx: ResultContext) -> float | None:
     text = read_text(path)
     lines = [] if text is None else text.splitlines()
     with ctx.rule("ACC-HASH", path) as run:
-        if run and not any(re.match(ctx.sub.hash_pattern, line) for line in lines):
+        hashes = [m.group(1) for line in lines if (m := re.match(ctx.sub.hash_pattern, line))]
+        if run and not hashes:
             ctx.add("ACC-HASH", path, "accuracy.txt has no hash= line",
                     expected="hash=<sha256>", found="missing" if text is None else "no hash line")
+        elif run and not ctx.tree_mode and ctx.files.acc_json.is_file():
+            # A run directory still has the full log, so the hash can be recomputed.
+            digest = hashlib.sha256(ctx.files.acc_json.read_bytes()).hexdigest()
+            if hashes[0] != digest:
+                ctx.add("ACC-HASH", path, "hash= does not match mlperf_log_accuracy.json",
+                        expected=digest, found=hashes[0])
     if ctx.bench is None:
         return None
     value = _metric(ctx, lines)

@@ -6,6 +6,9 @@ read the *effective* settings it logged; in strict mode we also hold LoadGen's v
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 from ..logs import DetailLog
 from ..scenarios import SPECS, Scenario
 from .context import ResultContext, as_float, as_int, log_problem, read_text
@@ -35,6 +38,17 @@ def check_performance(ctx: ResultContext) -> None:
     _settings(ctx, log)
     _latency(ctx, log)
     _verdict(ctx, log)
+
+
+def check_compliance_log(ctx: ResultContext, path: Path) -> None:
+    """A TEST01/TEST04 performance log passes the same settings rules as the result's
+    own (official C-2); findings name that log's file."""
+    sub = dataclasses.replace(ctx, files=dataclasses.replace(ctx.files, perf_detail=path))
+    log = sub.log(path)
+    if log is not None:  # a missing log is COMP-DIR's finding
+        _seeds(sub, log)
+        _settings(sub, log)
+        _latency(sub, log)
 
 
 def _summary(ctx: ResultContext) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .context import ResultContext, as_int, read_json, read_text
+from .performance import check_compliance_log
 
 
 def check_system(ctx: ResultContext, path: Path, data: Any, error: str | None,
@@ -131,6 +132,8 @@ def check_compliance(ctx: ResultContext) -> None:
                     ctx.add("COMP-DIR", test_dir, f"{test} lacks files",
                             expected=", ".join(needed), found="missing: " + ", ".join(missing))
         for name in needed:
+            if name.endswith("mlperf_log_detail.txt"):
+                check_compliance_log(ctx, test_dir / name)
             if not name.startswith("verify_"):
                 continue
             path = test_dir / name

@@ -18,7 +18,7 @@ from ..rules import RuleSet, SubmissionRules
 from ..scenarios import SPECS, Scenario
 from .accuracy import check_accuracy
 from .context import ResultContext, ResultFiles, as_float, read_json
-from .findings import RULES, CheckReport, Finding, ResultReport
+from .findings import RULES, CheckReport, Finding, ResultReport, Severity
 from .performance import check_performance
 from .system_rules import check_compliance, check_measurements, check_system
 
@@ -47,7 +47,13 @@ def check_path(path: Path, rules: RuleSet, *, compat_official: bool = False) -> 
     if kind == "run":
         _check_run_dir(path, rules, rules.submission, report)
     else:
-        _walk_tree(path, rules, rules.submission, report)
+        try:
+            _walk_tree(path, rules, rules.submission, report)
+        except OSError as exc:  # unreadable directories: a finding, never a crash
+            report.findings.append(Finding(
+                rule="TREE-LAYOUT", severity=Severity.ERROR, result=None, file=str(path),
+                expected="a readable tree", found=str(exc), message="could not walk the tree",
+                hint="check the permissions of the tree"))
         if not report.results:
             raise NotCheckable(f"{path}: no results found (expected a run directory, or a "
                                f"tree with {'/'.join(rules.submission.divisions)} divisions)")

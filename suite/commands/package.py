@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 KEY_HELP = "encrypted private key (default ~/.config/infersuite/keys/signing.key); " \
            "passphrase from $SUITE_KEY_PASSPHRASE or a prompt"
 
 
-def _private_key(path: Path | None):  # type: ignore[no-untyped-def]
+def _private_key(path: Path | None) -> Ed25519PrivateKey:
     from ..bundle.keys import PRIVATE_NAME, default_key_dir, load_private, passphrase
 
     key_path = path or default_key_dir() / PRIVATE_NAME
@@ -110,7 +114,9 @@ def sign_command(tree: Path, out: Path | None, key_path: Path | None, round_name
     key = _private_key(key_path)
     report = check_path(tree, rules)
     bundle = out or tree.with_name(tree.name + ".tar.gz")
-    sign_tree(tree, bundle, key, pkg.predicate(report, {}, unofficial=unofficial,
+    extras = {r.id: {"loadgen_version": pkg.loadgen_version(tree, r.id)}
+              for r in report.results}
+    sign_tree(tree, bundle, key, pkg.predicate(report, extras, unofficial=unofficial,
                                                identity={}, src=pkg.source_pointer(paths.home)))
     click.echo(f"bundle: {bundle}")
     return 0
