@@ -127,20 +127,24 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
     if root.exists():
         shutil.rmtree(root)
     base = root / division / submitter
-    (base / "systems").mkdir(parents=True)
-    (base / "systems" / f"{system}.json").write_text(json.dumps(system_json, indent=2) + "\n")
+    names = {"division": division, "submitter": submitter, "system": system}
+    system_path = root / sub.paths["system"].format(**names)
+    system_path.parent.mkdir(parents=True)
+    system_path.write_text(json.dumps(system_json, indent=2) + "\n")
     src = source_pointer(paths.home)
-    (base / "src").mkdir()
-    (base / "src" / "source.json").write_text(json.dumps(src, indent=2) + "\n")
-    (base / "src" / "README.md").write_text(
+    src_dir = root / sub.paths["src"].format(**names)
+    src_dir.mkdir(parents=True)
+    (src_dir / "source.json").write_text(json.dumps(src, indent=2) + "\n")
+    (src_dir / "README.md").write_text(
         f"# Source\n\nThe code is infersuite {__version__} at {src['repository']}, commit "
         f"`{src['commit']}`{' (with uncommitted changes)' if src['dirty'] else ''}.\n")
     extras: dict[str, dict[str, Any]] = {}
     for (benchmark, scenario), cand in sorted(selection.chosen.items()):
         bench = rules.benchmark(benchmark)
         scen = Scenario(scenario)
-        rel = f"{division}/{submitter}/results/{system}/{bench.checker_model}/" \
-              f"{scen.loadgen_name}"
+        rel = sub.paths["result"].format(division=division, submitter=submitter, system=system,
+                                         benchmark=bench.checker_model,
+                                         scenario=scen.loadgen_name)
         _result_dir(root / rel, cand, paths, sub, benchmark)
         extras[rel] = {"run_id": cand.run.run_id, "model_sha256": cand.run.model_sha256,
                        "created_utc": cand.run.created_utc, "backend": cand.run.backend}

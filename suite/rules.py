@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
 from .paths import Paths
@@ -20,6 +20,10 @@ from .scenarios import Scenario
 
 #: The round used when none is asked for: the newest we support.
 DEFAULT_ROUND = "v6.1"
+#: The tree's path templates every round's ``[submission.paths]`` must define.
+PATH_TEMPLATES = {"result", "performance_log", "performance_summary", "accuracy_log",
+                  "accuracy_result", "accuracy_json", "measurements", "compliance", "system",
+                  "src"}
 
 
 class _Strict(BaseModel):
@@ -73,6 +77,14 @@ class SubmissionRules(_Strict):
     accuracy_patterns: dict[str, str]
     compliance_files: dict[str, list[str]]
     paths: dict[str, str]
+
+    @field_validator("paths")
+    @classmethod
+    def _every_template(cls, value: dict[str, str]) -> dict[str, str]:
+        missing = sorted(PATH_TEMPLATES - set(value))
+        if missing:
+            raise ValueError(f"missing path templates: {', '.join(missing)}")
+        return value
 
 
 class BenchmarkRules(_Strict):

@@ -3,8 +3,10 @@ tamper making ``suite verify`` fail with a message naming the file or the reason
 
 from __future__ import annotations
 
+import base64
 import io
 import json
+import shutil
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -88,7 +90,6 @@ def _info(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.T
 
 def _new_payload(m: Members) -> list[tuple[tarfile.TarInfo, bytes]]:
     env_ = json.loads(m["attestation.dsse.json"][1])
-    import base64
     env_["payload"] = base64.b64encode(canonical(statement({}, {"forged": True}))).decode()
     name = "attestation.dsse.json"
     return [(i, json.dumps(env_).encode() if n == name else d) for n, (i, d) in m.items()]
@@ -96,7 +97,6 @@ def _new_payload(m: Members) -> list[tuple[tarfile.TarInfo, bytes]]:
 
 def _other_key(m: Members) -> list[tuple[tarfile.TarInfo, bytes]]:
     env_ = json.loads(m["attestation.dsse.json"][1])
-    import base64
     body = base64.b64decode(env_["payload"])
     forged = json.dumps(sign(body, Ed25519PrivateKey.generate())).encode()
     name = "attestation.dsse.json"
@@ -126,3 +126,50 @@ def test_tampering_fails_verification(tamper: str, built: Built, tmp_path: Path)
     code, out = _verify(bad, built.pub)
     assert code == 2, out
     assert expected in out and "FAILED" in out
+
+
+def _as_full_length_run(run: Path) -> None:
+    """Edit a quick run into what a full-length VALID run with audits leaves behind."""
+    result = json.loads((run / "result.json").read_text())
+    result.update(status="VALID", exit_code=0, submittable=True, non_submittable_reasons=[])
+    for test in result["tests"]:
+        test["status"] = "VALID"
+    (run / "result.json").write_text(json.dumps(result))
+    log = run / "performance/mlperf_log_detail.txt"
+    fx.patch_log(log, {"effective_min_duration_ms": 600000, "result_validity": "VALID",
+                       "early_stopping_met": True,
+                       "result_99.00_percentile_latency_ns": 2_000_000})
+    summary = run / "performance/mlperf_log_summary.txt"
+    summary.write_text(summary.read_text().replace("Result is : INVALID", "Result is : VALID"))
+    for test, files in (("TEST01", ("verify_accuracy.txt", "verify_performance.txt")),
+                        ("TEST04", ("verify_performance.txt",))):
+        (run / "compliance" / test / "performance/run_1").mkdir(parents=True)
+        (run / "compliance" / test / "performance/run_1/mlperf_log_detail.txt").write_bytes(
+            log.read_bytes())
+        for name in files:
+            (run / "compliance" / test / name).write_text("TEST PASS\n")
+
+
+def test_official_packaging_of_valid_runs(built: Built, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(built.runs, runs)
+    for run in runs.iterdir():
+        _as_full_length_run(run)
+    out = tmp_path / "out"
+    done = run_cli("package", "--submitter", "ORG", "--system", "box", "--runs-dir", str(runs),
+                   "--out-dir", str(out), "--key", str(built.key),
+                   "--system-config", str(built.home / "system.toml"), **env())
+    assert done.returncode == 0, done.stderr
+    assert "UNOFFICIAL" not in done.stderr and "refused" not in done.stderr
+    tree = out / "closed_ORG_box"
+    assert (tree / fx.RESULTS / "Server/TEST04/verify_performance.txt").is_file()
+    acc = tree / fx.RESULTS / "Offline/accuracy/mlperf_log_accuracy.json"
+    assert acc.stat().st_size <= 10240
+    assert run_cli("check", str(tree)).returncode == 0
+    code, out_text = _verify(out / "closed_ORG_box.tar.gz", built.pub)
+    assert code == 0 and "UNOFFICIAL" not in out_text
+    envelope = json.loads(_read(out / "closed_ORG_box.tar.gz")["attestation.dsse.json"][1])
+    predicate = json.loads(base64.b64decode(envelope["payload"]))["predicate"]
+    assert predicate["unofficial"] is False and predicate["check"]["passed"] is True
+    row = next(r for r in predicate["results"] if r["scenario"] == "Offline")
+    assert row["accuracy_met"] and row["loadgen_version"] and len(row["model_sha256"]) == 64

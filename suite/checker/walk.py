@@ -115,14 +115,18 @@ def _tree_context(root: Path, rdir: Path, division: str, submitter: str, rules: 
     names = {b.checker_model: (key, b) for key, b in rules.benchmarks.items()}
     _, bench = names.get(rdir.parent.name, ("", None))
     scenario = _SCENARIO_DIRS.get(rdir.name.lower())
+    fields = {"division": division, "submitter": submitter, "system": rdir.parent.parent.name,
+              "benchmark": rdir.parent.name, "scenario": rdir.name}
+
+    def at(template: str) -> Path:  # the round's path templates place every file
+        return root / sub.paths[template].format(**fields)
+
     files = ResultFiles(
-        perf_detail=rdir / "performance/run_1/mlperf_log_detail.txt",
-        perf_summary=rdir / "performance/run_1/mlperf_log_summary.txt",
-        acc_detail=rdir / "accuracy/mlperf_log_detail.txt",
-        acc_txt=rdir / "accuracy/accuracy.txt",
-        acc_json=rdir / "accuracy/mlperf_log_accuracy.json",
-        measurements=rdir / "measurements.json", user_conf=rdir / "user.conf",
-        readme=rdir / "README.md", compliance_root=rdir)
+        perf_detail=at("performance_log"), perf_summary=at("performance_summary"),
+        acc_detail=at("accuracy_log"), acc_txt=at("accuracy_result"),
+        acc_json=at("accuracy_json"), measurements=at("measurements"),
+        user_conf=rdir / "user.conf", readme=rdir / "README.md",
+        compliance_root=at("compliance"))
     ctx = ResultContext(result_id=rdir.relative_to(root).as_posix(), root=root, files=files,
                         rules=rules, sub=sub, benchmark=rdir.parent.name, bench=bench,
                         scenario=scenario, division=division, strict=not compat)
