@@ -52,7 +52,8 @@ def prepare(request: ConfigRequest, paths: Paths | None = None, *,
         on_lint(lint_report)
     if lint_report.errors:
         first = lint_report.errors[0]
-        raise ConfigError(f"pre-flight: {first.message}", hint=first.hint)
+        where = f"{first.source}: " if first.source else ""
+        raise ConfigError(f"pre-flight: {where}{first.message}", hint=first.hint)
     config, rules = load_config(request, paths)
     card = load_card(paths, config.benchmark)
     model_sha = verify_model_file(card)

@@ -173,3 +173,11 @@ def test_official_packaging_of_valid_runs(built: Built, tmp_path: Path) -> None:
     assert predicate["unofficial"] is False and predicate["check"]["passed"] is True
     row = next(r for r in predicate["results"] if r["scenario"] == "Offline")
     assert row["accuracy_met"] and row["loadgen_version"] and len(row["model_sha256"]) == 64
+
+
+def test_sign_refuses_a_failing_tree_unless_unofficial(built: Built, tmp_path: Path) -> None:
+    out = tmp_path / "signed.tar.gz"
+    args = ("sign", str(built.tree), "--out", str(out), "--key", str(built.key))
+    assert run_cli(*args, **env()).returncode == 2 and not out.exists()
+    assert run_cli(*args, "--unofficial", **env()).returncode == 0
+    assert _verify(out, built.pub)[0] == 0

@@ -102,7 +102,7 @@ def package_command(submitter: str, system_name: str, division: str,
 @click.option("--unofficial", is_flag=True, help="mark the bundle unofficial")
 def sign_command(tree: Path, out: Path | None, key_path: Path | None, round_name: str | None,
                  unofficial: bool) -> int:
-    """Sign an existing submission tree into a deterministic bundle."""
+    """Sign an existing submission tree (it must pass `suite check`, or --unofficial)."""
     from .. import package as pkg
     from ..bundle.sign import sign_tree
     from ..checker import check_path
@@ -113,6 +113,10 @@ def sign_command(tree: Path, out: Path | None, key_path: Path | None, round_name
     rules = load_rules(paths, round_name or DEFAULT_ROUND)
     key = _private_key(key_path)
     report = check_path(tree, rules)
+    if not report.passed and not unofficial:
+        click.echo(f"not signed: {tree} fails {report.summary.errors} rule(s); see `suite "
+                   "check`, or pass --unofficial", err=True)
+        return 2
     bundle = out or tree.with_name(tree.name + ".tar.gz")
     extras = {r.id: {"loadgen_version": pkg.loadgen_version(tree, r.id)}
               for r in report.results}
