@@ -12,8 +12,15 @@ BACKEND ?= onnxruntime
 BENCHMARK ?= digits
 MODE ?= performance
 ARGS ?=
+# Packaging (see README "Validating, packaging and signing").
+SUBMITTER ?= MyOrg
+SYSTEM ?= $(shell hostname)
+DIVISION ?= closed
+TREE ?= submissions
+BUNDLE ?=
+KEY ?= $(HOME)/.config/infersuite/keys/signing.pub
 
-.PHONY: demo run test bench lint clean-venv
+.PHONY: demo run test bench lint clean-venv check lint-config keygen submission verify
 
 $(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +48,22 @@ bench: $(VENV)/.dev
 lint: $(VENV)/.dev
 	$(PY) -m ruff check suite tests bench reference_models
 	$(PY) -m mypy
+
+check: $(VENV)/.core
+	$(PY) -m suite check $(TREE) $(ARGS)
+
+lint-config: $(VENV)/.core
+	$(PY) -m suite lint --benchmark $(BENCHMARK) --scenario $(SCENARIO) --backend $(BACKEND) $(ARGS)
+
+keygen: $(VENV)/.core
+	$(PY) -m suite keygen $(ARGS)
+
+submission: $(VENV)/.core
+	$(PY) -m suite package --submitter $(SUBMITTER) --system $(SYSTEM) --division $(DIVISION) $(ARGS)
+
+verify: $(VENV)/.core
+	@test -n "$(BUNDLE)" || { echo "usage: make verify BUNDLE=submissions/<name>.tar.gz KEY=signer.pub"; exit 1; }
+	$(PY) -m suite verify $(BUNDLE) --key $(KEY) $(ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -25,11 +25,12 @@ from .accuracy import score_top1
 from .compliance import ComplianceTest, get_test
 from .compliance import run as compliance_run
 from .config import ConfigRequest, RunConfig, load_config
-from .errors import BackendUnavailable, SuiteError
+from .errors import BackendUnavailable, ConfigError, SuiteError
 from .logs import DETAIL_LOG, parse_detail_log
 from .models import ModelCard, load_card, verify_model_file
 from .paths import Paths, find_paths
 from .postprocess import make_postprocess
+from .preflight import LintReport, lint
 from .results import RunResult, Status, TestResult
 from .rules import RuleSet
 from .runner import ProgressCallback, create_run_dir, run_in_child
@@ -40,10 +41,21 @@ EXIT_CODES = {Status.VALID: 0, Status.INVALID: 2, Status.FAILED: 1, Status.INTER
 _SEVERITY = [Status.VALID, Status.INVALID, Status.FAILED, Status.INTERRUPTED]
 
 
-def prepare(request: ConfigRequest, paths: Paths | None = None
+def prepare(request: ConfigRequest, paths: Paths | None = None, *,
+            on_lint: Callable[[LintReport], None] | None = None
             ) -> tuple[RunConfig, RuleSet, ModelCard, str, Paths]:
-    """Everything that can fail before a run directory exists (bad input exits here)."""
+    """Everything that can fail before a run directory exists (bad input exits here).
+
+    The pre-flight linter runs first; ``on_lint`` receives its report (to print it).
+    """
     paths = paths or find_paths()
+    lint_report = lint(request, paths)
+    if on_lint is not None:
+        on_lint(lint_report)
+    if lint_report.errors:
+        first = lint_report.errors[0]
+        where = f"{first.source}: " if first.source else ""
+        raise ConfigError(f"pre-flight: {where}{first.message}", hint=first.hint)
     config, rules = load_config(request, paths)
     card = load_card(paths, config.benchmark)
     model_sha = verify_model_file(card)
@@ -55,12 +67,13 @@ def prepare(request: ConfigRequest, paths: Paths | None = None
 
 
 def run(request: ConfigRequest, paths: Paths | None = None,
-        on_progress: Callable[[str], ProgressCallback | None] | None = None) -> RunResult:
+        on_progress: Callable[[str], ProgressCallback | None] | None = None,
+        on_lint: Callable[[LintReport], None] | None = None) -> RunResult:
     """Run the request end to end and return its ``RunResult`` (also in result.json).
 
     ``on_progress(test_name)`` may return a callback for that test's progress.
     """
-    config, rules, card, model_sha, paths = prepare(request, paths)
+    config, rules, card, model_sha, paths = prepare(request, paths, on_lint=on_lint)
     check: ComplianceTest | None = None
     if config.compliance:
         check = get_test(config.compliance, paths)

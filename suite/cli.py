@@ -97,13 +97,20 @@ def _run_requests(requests: list[ConfigRequest]) -> int:
     for request in requests:
         with Progress(*columns, console=err, transient=False) as progress:
             label = f"{request.benchmark} {request.scenario} {request.backend}"
-            result = run(request, on_progress=_progress_factory(progress, label))
+            result = run(request, on_progress=_progress_factory(progress, label),
+                         on_lint=_print_lint)
         results.append(result)
         _say_where(result)
         if result.status is Status.INTERRUPTED:
             break
     _print_results(results)
     return max((r.exit_code for r in results), key=[0, 2, 1, 130].index)
+
+
+def _print_lint(report: Any) -> None:
+    from .commands.lint import print_lint  # pre-flight findings, before LoadGen starts
+
+    print_lint(report, err, table=False)
 
 
 def _print_results(results: list[RunResult]) -> None:

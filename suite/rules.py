@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
 from .paths import Paths
@@ -20,6 +20,10 @@ from .scenarios import Scenario
 
 #: The round used when none is asked for: the newest we support.
 DEFAULT_ROUND = "v6.1"
+#: The tree's path templates every round's ``[submission.paths]`` must define.
+PATH_TEMPLATES = {"result", "performance_log", "performance_summary", "accuracy_log",
+                  "accuracy_result", "accuracy_json", "measurements", "compliance", "system",
+                  "src"}
 
 
 class _Strict(BaseModel):
@@ -42,6 +46,47 @@ class ScenarioRules(_Strict):
     latency_bound_ms: int | None = None
 
 
+class CheckerRules(_Strict):
+    """What the submission checker enforces for one benchmark beyond LoadGen's settings.
+
+    Scenario lists are keyed by the system JSON's ``system_type`` spelling.
+    """
+
+    offline_min_samples_per_query: int | None = None
+    accuracy_upper_limit: float | None = None
+    required_scenarios: dict[str, list[Scenario]] = {}
+    optional_scenarios: dict[str, list[Scenario]] = {}
+
+
+class SubmissionRules(_Strict):
+    """The round's submission-tree constants (``[submission]``): what ``suite check``
+    and ``suite package`` read. Names follow the checker's ``constants.py``."""
+
+    test_duration_ms: int
+    max_accuracy_log_bytes: int
+    truncate_keep_chars: int
+    divisions: list[str]
+    availabilities: list[str]
+    system_types: list[str]
+    hash_pattern: str
+    compliance_pass_marker: str
+    system_required_fields: list[str]
+    system_meaningful_fields: list[str]
+    network_fields: list[str]
+    measurements_fields: list[str]
+    accuracy_patterns: dict[str, str]
+    compliance_files: dict[str, list[str]]
+    paths: dict[str, str]
+
+    @field_validator("paths")
+    @classmethod
+    def _every_template(cls, value: dict[str, str]) -> dict[str, str]:
+        missing = sorted(PATH_TEMPLATES - set(value))
+        if missing:
+            raise ValueError(f"missing path templates: {', '.join(missing)}")
+        return value
+
+
 class BenchmarkRules(_Strict):
     """What a round fixes for one benchmark."""
 
@@ -54,6 +99,9 @@ class BenchmarkRules(_Strict):
     accuracy_target: float
     compliance_tests: list[str] = []
     scenarios: dict[Scenario, ScenarioRules] = {}
+    #: The checker's ``min-queries`` per scenario (enforced for Offline only).
+    checker_min_queries: dict[Scenario, int] = {}
+    checker: CheckerRules = CheckerRules()
 
 
 class RuleSet(_Strict):
@@ -64,6 +112,7 @@ class RuleSet(_Strict):
     seeds: Seeds
     scenario_defaults: dict[Scenario, ScenarioRules]
     benchmarks: dict[str, BenchmarkRules]
+    submission: SubmissionRules | None = None
     source: Path = Path()
 
     def benchmark(self, name: str) -> BenchmarkRules:

@@ -1,0 +1,181 @@
+"""The evaluation context of one result and the defensive readers every rule uses.
+
+Nothing here raises on malformed input: a reader returns ``None`` (or a partial value)
+and the caller turns that into a finding on the result it affects. ``ResultContext.rule``
+is a context manager that records the rule as evaluated and converts any unexpected
+exception inside it into a finding of that same rule, so ``suite check`` never crashes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..logs import DetailLog, parse_detail_log
+from ..rules import BenchmarkRules, RuleSet, SubmissionRules
+from ..scenarios import Scenario
+from .findings import RULES, Finding, Severity
+
+_PREFIX = ":::MLLOG "
+
+
+@dataclass
+class ResultFiles:
+    """Where one result's files are; ``None`` where the layout has no such file."""
+
+    perf_detail: Path
+    perf_summary: Path
+    acc_detail: Path
+    acc_txt: Path
+    acc_json: Path
+    measurements: Path | None = None
+    user_conf: Path | None = None
+    readme: Path | None = None
+    compliance_root: Path | None = None
+
+
+@dataclass
+class ResultContext:
+    """Everything the rules of one result need, and the findings they produce."""
+
+    result_id: str
+    root: Path
+    files: ResultFiles
+    rules: RuleSet
+    sub: SubmissionRules
+    benchmark: str
+    bench: BenchmarkRules | None
+    scenario: Scenario | None
+    division: str = "closed"
+    tree_mode: bool = True
+    strict: bool = True
+    findings: list[Finding] = field(default_factory=list)
+    evaluated: set[str] = field(default_factory=set)
+    _logs: dict[Path, DetailLog | None] = field(default_factory=dict)
+
+    @property
+    def closed_like(self) -> bool:
+        return self.division in ("closed", "network")
+
+    def rel(self, path: Path | None) -> str | None:
+        if path is None:
+            return None
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def add(self, rule_id: str, file: Path | None, message: str, *, expected: Any = None,
+            found: Any = None, hint: str = "", severity: Severity | None = None) -> None:
+        rule = RULES[rule_id]
+        self.findings.append(Finding(
+            rule=rule_id, severity=severity or rule.severity, result=self.result_id,
+            file=self.rel(file), expected=None if expected is None else str(expected),
+            found=None if found is None else str(found), message=message,
+            hint=hint or rule.title))
+
+    def applies(self, rule_id: str) -> bool:
+        return self.strict or not RULES[rule_id].strict_only
+
+    @contextmanager
+    def rule(self, rule_id: str, file: Path | None = None) -> Iterator[bool]:
+        """Evaluate ``rule_id`` unless compat mode skips it; yields whether to run it."""
+        if not self.applies(rule_id):
+            yield False
+            return
+        self.evaluated.add(rule_id)
+        try:
+            yield True
+        except Exception as exc:
+            self.add(rule_id, file, f"could not evaluate: {type(exc).__name__}: {exc}",
+                     hint="the file is malformed; regenerate it")
+
+    def log(self, path: Path) -> DetailLog | None:
+        """The parsed detail log, or ``None`` if it is missing or unreadable (cached)."""
+        if path not in self._logs:
+            self._logs[path] = read_detail_log(path)
+        return self._logs[path]
+
+
+def read_detail_log(path: Path) -> DetailLog | None:
+    try:
+        if not path.is_file():
+            return None
+        return parse_detail_log(path)
+    except Exception:
+        return None
+
+
+def log_problem(path: Path, log: DetailLog | None) -> str | None:
+    """Why a detail log cannot be trusted, or ``None`` if it is well-formed."""
+    if log is None:
+        return "missing" if not path.exists() else "unreadable"
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline()
+    except OSError as exc:
+        return f"unreadable: {exc}"
+    if not first.startswith(_PREFIX.encode()):
+        return "first line does not start with ':::MLLOG'"
+    if log.malformed_lines:
+        return f"{log.malformed_lines} malformed line(s)"
+    if not isinstance(log.values, dict) or "effective_scenario" not in log.values:
+        return "no effective_scenario record"
+    return None
+
+
+def read_json(path: Path) -> tuple[Any, str | None]:
+    """``(value, None)`` or ``(None, why not)``."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), None
+    except FileNotFoundError:
+        return None, "missing"
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"unreadable: {exc}"
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} at line {exc.lineno}"
+    except RecursionError:
+        return None, "not valid JSON: nested too deeply"
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except (OSError, ValueError):
+        return None
+
+
+def as_int(value: Any) -> int | None:
+    """An integer from an int or an integral string; never from bool or float noise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def as_float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        result = float(value)
+    elif isinstance(value, str):
+        try:
+            result = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return result if math.isfinite(result) else None

@@ -1,0 +1,179 @@
+"""The findings model of ``suite check``: the rule registry, findings and the report.
+
+Every rule has a stable id (``PERF-DURATION``, ``SYS-TYPE``, ...). A rule marked
+``strict_only`` is one the official checker does not enforce although the written rules
+ask for it; ``--compat-official`` skips those so that the official verdicts can be
+reproduced. The report's JSON shape is published as
+``suite/schemas/check-report.schema.json`` (bump ``REPORT_SCHEMA_VERSION`` with it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+REPORT_SCHEMA_VERSION = 1
+
+
+class Severity(StrEnum):
+    """``error`` fails the result it is on; ``warning`` and ``info`` never fail."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: its id, default severity, what it checks, and where it comes from."""
+
+    id: str
+    severity: Severity
+    title: str
+    source: str
+    strict_only: bool = False
+
+
+def _r(rule_id: str, title: str, source: str, *, strict_only: bool = False,
+       severity: Severity = Severity.ERROR) -> Rule:
+    return Rule(rule_id, severity, title, source, strict_only)
+
+
+#: Every rule, by id. ``source`` names the official check (submission.md §3.3) or
+#: the written rule it comes from.
+RULES: dict[str, Rule] = {rule.id: rule for rule in [
+    _r("TREE-LAYOUT", "the tree holds only the expected divisions, dirs and files",
+       "legacy checker check_results_dir", severity=Severity.WARNING),
+    _r("TREE-SRC", "<division>/<submitter>/src exists", "M-2 directory_exist_check"),
+    _r("TREE-SCENARIOS", "closed/network: every required scenario of the benchmark is present, "
+       "none outside required and optional", "L3 check_scenarios"),
+    _r("SYS-JSON", "systems/<system>.json exists and is a JSON object", "L2"),
+    _r("SYS-FIELDS", "every required system field is present, the meaningful ones non-empty",
+       "required_fields_check"),
+    _r("SYS-STATUS", "status is available, preview or rdi", "availability_check"),
+    _r("SYS-TYPE", "system_type is datacenter, edge or both", "system_type_check"),
+    _r("SYS-DIVISION", "system JSON division equals the directory division", "division_check"),
+    _r("SYS-SUBMITTER", "system JSON submitter equals the directory submitter",
+       "submitter_check"),
+    _r("SYS-COUNTS", "number_of_nodes and accelerators_per_node are integers",
+       "results.py add_result (crashes the official checker)"),
+    _r("SYS-NETWORK", "is_network matches the division; network fields present when set",
+       "network_check"),
+    _r("MEAS-JSON", "measurements.json exists with its 5 fields non-empty",
+       "MeasurementsCheck missing_check, required_fields_check"),
+    _r("MEAS-FILES", "user.conf and README.md exist and are non-empty", "required_files_check"),
+    _r("PERF-LOG", "the performance detail log exists and is well-formed", "P-1"),
+    _r("PERF-SUMMARY", "the performance summary log exists and says VALID",
+       "Submission rules (the official checker ignores the summary)", strict_only=True),
+    _r("PERF-SCENARIO", "the logged scenario equals the directory scenario", "P-12"),
+    _r("PERF-SEEDS", "qsl, sample index and schedule seeds are the round's", "P-6 seeds_check"),
+    _r("PERF-SAMPLE-COUNT", "performance_sample_count >= the benchmark's",
+       "P-5 performance_sample_count_check"),
+    _r("PERF-DURATION", "effective_min_duration_ms >= TEST_DURATION_MS", "P-9 min_duration_check"),
+    _r("PERF-MIN-QUERIES", "non-early-stopping scenarios: min_query_count >= min-queries",
+       "P-8 min_query_count_check"),
+    _r("PERF-OFFLINE-SPQ", "closed Offline: samples per query >= the benchmark's minimum",
+       "P-8 OFFLINE_MIN_SPQ_SINCE_V4"),
+    _r("PERF-EARLY-STOPPING", "SingleStream, MultiStream, Server: early_stopping_met",
+       "P-7 latency_check"),
+    _r("PERF-LATENCY", "Server: effective_target_latency_ns <= the latency bound",
+       "P-7 latency_check"),
+    _r("PERF-LATENCY-MEASURED", "Server: measured p99 latency <= the latency bound",
+       "Submission rules (the official checker bounds only the target)", strict_only=True),
+    _r("PERF-VALIDITY", "LoadGen's result_validity is VALID",
+       "Submission rules (the official checker ignores result_validity)", strict_only=True),
+    _r("PERF-ERRORS", "no LoadGen error records in the performance log",
+       "P-3 (official only with --submission-exceptions)", strict_only=True),
+    _r("ACC-LOG", "the accuracy detail log exists and is well-formed", "A-1 / F5"),
+    _r("ACC-TARGET", "accuracy.txt metric >= target (and <= upper limit); closed/network",
+       "A-1 accuracy_result_check"),
+    _r("ACC-HASH", "accuracy.txt carries hash=<sha256 of the full accuracy log>",
+       "A-1 hash line"),
+    _r("ACC-TRUNCATED", "accuracy/mlperf_log_accuracy.json exists and is <= 10 KiB",
+       "A-2 accuracy_json_check"),
+    _r("ACC-DATASET", "the accuracy run covers the whole dataset", "A-4 dataset_check"),
+    _r("ACC-ERRORS", "no LoadGen error records in the accuracy log", "A-3 loadgen_errors_check"),
+    _r("COMP-DIR", "closed/network: every required compliance test dir with its files",
+       "C-1 dir_exists_check"),
+    _r("COMP-PASS", "compliance verification files say TEST PASS", "C-3, C-4"),
+]}
+
+
+class Finding(BaseModel):
+    """One failed (or noteworthy) rule on one result, system or submitter."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rule: str
+    severity: Severity
+    result: str | None
+    file: str | None
+    expected: str | None
+    found: str | None
+    message: str
+    hint: str
+
+
+class ResultReport(BaseModel):
+    """One ``<division>/<submitter>/results/<system>/<benchmark>/<scenario>`` (or run dir)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    division: str | None
+    submitter: str | None
+    system: str | None
+    benchmark: str
+    scenario: str
+    metric: str | None = None
+    value: float | None = None
+    accuracy: float | None = None
+    accuracy_target: float | None = None
+    valid: bool = True
+    findings: list[Finding] = []
+
+
+class Summary(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    results: int
+    valid_results: int
+    errors: int
+    warnings: int
+
+
+class CheckReport(BaseModel):
+    """What ``suite check --json`` prints."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = REPORT_SCHEMA_VERSION
+    tool: str
+    round: str
+    path: str
+    kind: str
+    compat_official: bool
+    passed: bool = True
+    rules_evaluated: list[str] = []
+    summary: Summary = Summary(results=0, valid_results=0, errors=0, warnings=0)
+    results: list[ResultReport] = []
+    findings: list[Finding] = []
+
+    def finalize(self) -> CheckReport:
+        """Compute validity per result, the summary and the overall verdict."""
+        every = list(self.findings)
+        for result in self.results:
+            result.valid = not any(f.severity is Severity.ERROR for f in result.findings)
+            every += result.findings
+        errors = sum(f.severity is Severity.ERROR for f in every)
+        self.summary = Summary(
+            results=len(self.results),
+            valid_results=sum(r.valid for r in self.results),
+            errors=errors,
+            warnings=sum(f.severity is Severity.WARNING for f in every),
+        )
+        self.passed = errors == 0 and bool(self.results)
+        self.rules_evaluated = sorted(set(self.rules_evaluated))
+        return self

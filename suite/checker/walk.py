@@ -1,0 +1,225 @@
+"""Find the results under a path and run every rule on each: the entry point of
+``suite check``.
+
+A *submission tree* is walked as the official loader does (division, submitter,
+``results/<system>/<benchmark>/<scenario>``), plus the stray-file warnings of the
+legacy checker. A *run directory* (``runs/<ts>_<bench>_<scen>_<mode>/``) is checked as
+one closed result with the run's own file layout. Nothing here raises on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..rules import RuleSet, SubmissionRules
+from ..scenarios import SPECS, Scenario
+from .accuracy import check_accuracy
+from .context import ResultContext, ResultFiles, as_float, read_json
+from .findings import RULES, CheckReport, Finding, ResultReport, Severity
+from .performance import check_performance
+from .system_rules import check_compliance, check_measurements, check_system
+
+_ROOT_OK_SUFFIXES = (".md", ".pdf")
+_ROOT_OK_NAMES = ("attestation.dsse.json",)
+_SCENARIO_DIRS = {spec.loadgen_name.lower(): s for s, spec in SPECS.items()}
+
+
+class NotCheckable(ValueError):
+    """``path`` is neither a run directory nor a submission tree (a usage error)."""
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / "config.json").is_file() or (path / "result.json").is_file()
+
+
+def check_path(path: Path, rules: RuleSet, *, compat_official: bool = False) -> CheckReport:
+    """Check a run directory or a submission tree and return the finalized report."""
+    if rules.submission is None:
+        raise NotCheckable(f"round {rules.round} has no [submission] table")
+    if not path.is_dir():
+        raise NotCheckable(f"{path} is not a directory")
+    kind = "run" if is_run_dir(path) else "tree"
+    report = CheckReport(tool=f"infersuite {__version__}", round=rules.round, path=str(path),
+                         kind=kind, compat_official=compat_official)
+    if kind == "run":
+        _check_run_dir(path, rules, rules.submission, report)
+    else:
+        try:
+            _walk_tree(path, rules, rules.submission, report)
+        except OSError as exc:  # unreadable directories: a finding, never a crash
+            report.findings.append(Finding(
+                rule="TREE-LAYOUT", severity=Severity.ERROR, result=None, file=str(path),
+                expected="a readable tree", found=str(exc), message="could not walk the tree",
+                hint="check the permissions of the tree"))
+        if not report.results:
+            raise NotCheckable(f"{path}: no results found (expected a run directory, or a "
+                               f"tree with {'/'.join(rules.submission.divisions)} divisions)")
+    return report.finalize()
+
+
+def _tree_finding(report: CheckReport, root: Path, path: Path, message: str,
+                  rule: str = "TREE-LAYOUT") -> None:
+    report.findings.append(Finding(
+        rule=rule, severity=RULES[rule].severity, result=None,
+        file=path.relative_to(root).as_posix(), expected=None, found=None, message=message,
+        hint=RULES[rule].title))
+    report.rules_evaluated.append(rule)
+
+
+def _walk_tree(root: Path, rules: RuleSet, sub: SubmissionRules, report: CheckReport) -> None:
+    for entry in sorted(root.iterdir()):
+        if entry.is_dir() and entry.name in sub.divisions:
+            for sub_dir in sorted(entry.iterdir()):
+                if sub_dir.is_dir() and not sub_dir.is_symlink():
+                    _walk_submitter(root, sub_dir, entry.name, rules, sub, report)
+                else:
+                    _tree_finding(report, root, sub_dir, "unexpected file in a division")
+        elif not (entry.is_file() and (entry.suffix in _ROOT_OK_SUFFIXES
+                                       or entry.name in _ROOT_OK_NAMES)):
+            _tree_finding(report, root, entry, "unexpected entry at the root of the tree")
+
+
+def _walk_submitter(root: Path, sub_dir: Path, division: str, rules: RuleSet,
+                    sub: SubmissionRules, report: CheckReport) -> None:
+    results_dir = sub_dir / "results"
+    systems = sorted(p for p in results_dir.iterdir() if p.is_dir()) \
+        if results_dir.is_dir() else []
+    systems_dir = sub_dir / "systems"
+    if systems_dir.is_dir():
+        with_results = {p.name for p in systems}
+        for desc in sorted(systems_dir.glob("*.json")):
+            if desc.stem not in with_results:
+                _tree_finding(report, root, desc, "system description without results")
+    for system_dir in systems:
+        desc_path = systems_dir / f"{system_dir.name}.json"
+        data, error = read_json(desc_path)
+        for bench_dir in sorted(p for p in system_dir.iterdir() if p.is_dir()):
+            ctxs = [_tree_context(root, res, division, sub_dir.name, rules, sub,
+                                  report.compat_official)
+                    for res in sorted(p for p in bench_dir.iterdir() if p.is_dir())]
+            _scenarios(ctxs, data, bench_dir.name)
+            for ctx in ctxs:
+                with ctx.rule("TREE-SRC", sub_dir / "src") as run:
+                    if run and not (sub_dir / "src").is_dir():
+                        ctx.add("TREE-SRC", sub_dir / "src", "the submitter has no src/",
+                                expected="src/ (or a pointer to the code)", found="missing")
+                check_system(ctx, desc_path, data, error, sub_dir.name)
+                _check_result(ctx, report)
+
+
+def _tree_context(root: Path, rdir: Path, division: str, submitter: str, rules: RuleSet,
+                  sub: SubmissionRules, compat: bool) -> ResultContext:
+    names = {b.checker_model: (key, b) for key, b in rules.benchmarks.items()}
+    _, bench = names.get(rdir.parent.name, ("", None))
+    scenario = _SCENARIO_DIRS.get(rdir.name.lower())
+    fields = {"division": division, "submitter": submitter, "system": rdir.parent.parent.name,
+              "benchmark": rdir.parent.name, "scenario": rdir.name}
+
+    def at(template: str) -> Path:  # the round's path templates place every file
+        return root / sub.paths[template].format(**fields)
+
+    files = ResultFiles(
+        perf_detail=at("performance_log"), perf_summary=at("performance_summary"),
+        acc_detail=at("accuracy_log"), acc_txt=at("accuracy_result"),
+        acc_json=at("accuracy_json"), measurements=at("measurements"),
+        user_conf=rdir / "user.conf", readme=rdir / "README.md",
+        compliance_root=at("compliance"))
+    ctx = ResultContext(result_id=rdir.relative_to(root).as_posix(), root=root, files=files,
+                        rules=rules, sub=sub, benchmark=rdir.parent.name, bench=bench,
+                        scenario=scenario, division=division, strict=not compat)
+    with ctx.rule("TREE-LAYOUT", rdir) as run:
+        if run and bench is None:
+            ctx.add("TREE-LAYOUT", rdir.parent, f"unknown benchmark for round {rules.round}",
+                    expected=", ".join(sorted(names)), found=rdir.parent.name,
+                    severity=RULES["TREE-SRC"].severity if ctx.closed_like else None)
+        if run and scenario is None:
+            ctx.add("TREE-LAYOUT", rdir, "unknown scenario directory",
+                    expected=", ".join(s.loadgen_name for s in Scenario), found=rdir.name,
+                    severity=RULES["TREE-SRC"].severity)
+    return ctx
+
+
+def _scenarios(ctxs: list[ResultContext], system: Any, bench_name: str) -> None:
+    """TREE-SCENARIOS, reported on every result of the benchmark (as L3 does)."""
+    if not ctxs or not ctxs[0].closed_like or ctxs[0].bench is None:
+        return
+    system_type = system.get("system_type") if isinstance(system, dict) else None
+    if system_type not in ctxs[0].sub.system_types:
+        return  # SYS-TYPE / SYS-JSON already fail these results
+    key = "datacenter,edge" if system_type == "edge,datacenter" else str(system_type)
+    checker = ctxs[0].bench.checker
+    present = {c.scenario for c in ctxs if c.scenario is not None}
+    for ctx in ctxs:
+        with ctx.rule("TREE-SCENARIOS", ctx.files.compliance_root) as run:
+            if not run:
+                continue
+            if key not in checker.required_scenarios:
+                ctx.add("TREE-SCENARIOS", None, f"{bench_name} has no entry for {key} systems",
+                        expected=", ".join(checker.required_scenarios), found=key)
+                continue
+            required = set(checker.required_scenarios[key])
+            allowed = required | set(checker.optional_scenarios.get(key, []))
+            if missing := sorted(s.loadgen_name for s in required - present):
+                ctx.add("TREE-SCENARIOS", None, "required scenarios missing",
+                        expected=", ".join(sorted(s.loadgen_name for s in required)),
+                        found="missing: " + ", ".join(missing))
+            if extra := sorted(s.loadgen_name for s in present - allowed):
+                ctx.add("TREE-SCENARIOS", None, "scenarios not allowed for this system type",
+                        expected=", ".join(sorted(s.loadgen_name for s in allowed)),
+                        found=", ".join(extra))
+
+
+def _check_result(ctx: ResultContext, report: CheckReport) -> None:
+    metric = value = None
+    if ctx.scenario is not None:
+        check_performance(ctx)
+        log = ctx.log(ctx.files.perf_detail)
+        spec = SPECS[ctx.scenario]
+        metric = spec.metric_name
+        if log is not None and (raw := as_float(log.get(spec.metric_key))) is not None:
+            value = raw / 1e6 if spec.unit == "ms" else raw
+    accuracy = check_accuracy(ctx)
+    if ctx.tree_mode:
+        check_measurements(ctx)
+        check_compliance(ctx)
+    parts = ctx.result_id.split("/")
+    tree = ctx.tree_mode and len(parts) >= 6
+    report.results.append(ResultReport(
+        id=ctx.result_id, division=ctx.division if tree else None,
+        submitter=parts[1] if tree else None, system=parts[3] if tree else None,
+        benchmark=ctx.benchmark, scenario=ctx.scenario.loadgen_name if ctx.scenario else
+        ctx.result_id.rsplit("/", 1)[-1], metric=metric, value=value, accuracy=accuracy,
+        accuracy_target=ctx.bench.accuracy_target if ctx.bench else None,
+        findings=ctx.findings))
+    report.rules_evaluated.extend(ctx.evaluated)
+
+
+def _check_run_dir(path: Path, rules: RuleSet, sub: SubmissionRules,
+                   report: CheckReport) -> None:
+    config, _ = read_json(path / "config.json")
+    config = config if isinstance(config, dict) else {}
+    parts = path.name.split("_")
+    benchmark = str(config.get("benchmark") or (parts[1] if len(parts) > 3 else "unknown"))
+    scen_name = str(config.get("scenario") or (parts[2] if len(parts) > 3 else "unknown"))
+    try:
+        scenario: Scenario | None = Scenario(scen_name.lower())
+    except ValueError:
+        scenario = None
+    files = ResultFiles(
+        perf_detail=path / "performance/mlperf_log_detail.txt",
+        perf_summary=path / "performance/mlperf_log_summary.txt",
+        acc_detail=path / "accuracy/mlperf_log_detail.txt",
+        acc_txt=path / "accuracy/accuracy.txt",
+        acc_json=path / "accuracy/mlperf_log_accuracy.json")
+    ctx = ResultContext(result_id=path.name, root=path, files=files, rules=rules, sub=sub,
+                        benchmark=benchmark, bench=rules.benchmarks.get(benchmark),
+                        scenario=scenario, tree_mode=False, strict=not report.compat_official)
+    with ctx.rule("TREE-LAYOUT", path / "config.json") as run:
+        if run and (ctx.bench is None or scenario is None):
+            ctx.add("TREE-LAYOUT", path / "config.json", "unknown benchmark or scenario",
+                    expected=json.dumps(sorted(rules.benchmarks)),
+                    found=f"{benchmark} {scen_name}", severity=RULES["TREE-SRC"].severity)
+    _check_result(ctx, report)

@@ -1,0 +1,64 @@
+"""``suite lint``: the pre-flight linter on its own (``suite run`` runs it too).
+Exit 0 when the config resolves (warnings included), 1 on errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def print_lint(report: Any, console: Any, *, table: bool) -> None:
+    """Findings, then (``table``) the effective settings, then the prediction."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    for f in report.findings:
+        style = "red" if f.severity == "error" else "yellow"
+        where = f" ({escape(f.source)})" if f.source else ""
+        console.print(f"[{style}]{f.severity}[/] [bold]{f.rule}[/] {escape(f.message)}{where}",
+                      soft_wrap=True)
+        if f.hint:
+            console.print(f"    hint: {escape(f.hint)}", soft_wrap=True)
+    if table and report.effective:
+        grid = Table(title="effective settings")
+        for column in ("key", "value", "source"):
+            grid.add_column(column)
+        for key, (value, source) in report.effective.items():
+            grid.add_row(escape(key), escape(str(value)), escape(source))
+        console.print(grid)
+    if report.predicted_queries is not None and report.predicted_seconds is not None:
+        console.print(f"pre-flight: predicted {report.predicted_queries:,} queries, "
+                      f"about {report.predicted_seconds:,.1f} s per performance test")
+
+
+@click.command("lint")
+@click.option("--benchmark", default="digits", show_default=True)
+@click.option("--scenario", default="offline", show_default=True)
+@click.option("--backend", default="onnxruntime", show_default=True)
+@click.option("--mode", default="performance", show_default=True)
+@click.option("--round", "round_name", default=None, help="default: the newest round")
+@click.option("--quick", is_flag=True)
+@click.option("--config", "config_file", type=click.Path(path_type=Path))
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
+def lint_command(benchmark: str, scenario: str, backend: str, mode: str,
+                 round_name: str | None, quick: bool, config_file: Path | None,
+                 sets: tuple[str, ...]) -> int:
+    """Lint a run's configuration without running it: keys, units, ignored and fixed values."""
+    from rich.console import Console
+
+    from ..config import ConfigRequest
+    from ..paths import find_paths
+    from ..preflight import lint
+    from ..rules import DEFAULT_ROUND
+
+    request = ConfigRequest(benchmark=benchmark, scenario=scenario, backend=backend, mode=mode,
+                            round=round_name or DEFAULT_ROUND, quick=quick,
+                            config_file=config_file, sets=list(sets))
+    report = lint(request, find_paths())
+    print_lint(report, Console(width=160), table=True)
+    return 1 if report.errors else 0
+
+
+COMMANDS: list[click.Command] = [lint_command]

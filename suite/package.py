@@ -1,0 +1,233 @@
+"""``suite package``: from the run ledger in ``runs/`` to the official submission tree
+and a signed, deterministic bundle.
+
+For each (benchmark, scenario) it picks the best run that is valid, submittable and
+passes ``suite check`` as a run directory (``--unofficial`` relaxes this for testing
+and says so in the attestation), lays out the v6 tree (``performance/run_1``, a
+truncated accuracy log with the full log's hash in ``accuracy.txt``, measurements,
+``user.conf``, README, compliance dirs when the run has them), the system JSON,
+documentation and a ``src`` pointer, then checks the tree and signs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .checker import CheckReport, check_path
+from .errors import SuiteError
+from .models import load_card
+from .paths import Paths
+from .results import RunResult, Status
+from .rules import RuleSet, SubmissionRules
+from .scenarios import SPECS, Scenario
+
+_PERF_FILES = ("mlperf_log_detail.txt", "mlperf_log_summary.txt")
+_ACC_FILES = ("mlperf_log_detail.txt", "mlperf_log_summary.txt")
+
+
+@dataclass
+class Candidate:
+    run: RunResult
+    run_dir: Path
+    value: float
+    passes: bool
+
+
+@dataclass
+class Selection:
+    chosen: dict[tuple[str, str], Candidate] = field(default_factory=dict)
+    refused: list[str] = field(default_factory=list)
+
+
+def select_runs(runs_dir: Path, rules: RuleSet, *, unofficial: bool) -> Selection:
+    """The best run per (benchmark, scenario), and why every other run was refused."""
+    selection = Selection()
+    pool: dict[tuple[str, str], list[Candidate]] = {}
+    for run_dir in sorted(p for p in runs_dir.iterdir() if p.is_dir()) \
+            if runs_dir.is_dir() else []:
+        why, candidate = _candidate(run_dir, rules, unofficial)
+        if candidate is None:
+            selection.refused.append(f"{run_dir.name}: {why}")
+            continue
+        if why:
+            selection.refused.append(f"{run_dir.name}: {why} (packaged anyway: --unofficial)")
+        pool.setdefault((candidate.run.benchmark, candidate.run.scenario), []).append(candidate)
+    for key, candidates in pool.items():
+        is_latency = SPECS[Scenario(key[1])].is_latency
+        # passing runs first, then the best metric, then the newest run
+        selection.chosen[key] = max(candidates, key=lambda c: (
+            c.passes, -c.value if is_latency else c.value, c.run.run_id))
+    return selection
+
+
+def _candidate(run_dir: Path, rules: RuleSet, unofficial: bool) -> tuple[str, Candidate | None]:
+    try:
+        run = RunResult.load(run_dir / "result.json")
+    except (OSError, ValueError) as exc:
+        return f"no usable result.json ({exc})", None
+    modes = {t.mode: t for t in run.tests}
+    perf = modes.get("performance")
+    if perf is None or "accuracy" not in modes:
+        return "needs both a performance and an accuracy test (--mode all)", None
+    if run.status in (Status.FAILED, Status.INTERRUPTED):
+        return f"the run {run.status.value}", None
+    if run.round != rules.round:
+        return f"ran under round {run.round}, packaging {rules.round}", None
+    reasons = [] if run.status is Status.VALID else [f"the run is {run.status.value}"]
+    reasons += [r for r in run.non_submittable_reasons if r not in reasons]
+    report = check_path(run_dir, rules)
+    failed = sorted({f.rule for r in report.results for f in r.findings
+                     if f.severity.value == "error"})
+    if failed:
+        reasons.append("fails " + ", ".join(failed))
+    value = perf.performance.metric_value if perf.performance else None
+    passes = not reasons
+    if not passes and not unofficial:
+        return "; ".join(reasons), None
+    return "; ".join(reasons), Candidate(run, run_dir, value or 0.0, passes)
+
+
+def truncate_accuracy_log(data: bytes, keep: int) -> bytes:
+    """The official truncation: head and tail ``keep`` chars around a marker."""
+    text = data.decode("utf-8", errors="replace")
+    if len(text) <= 2 * keep + 7:
+        return data
+    return (text[:keep] + "\n\n...\n\n" + text[-keep:]).encode("utf-8")
+
+
+def source_pointer(home: Path) -> dict[str, Any]:
+    """Repository URL and commit of the code that produced the runs."""
+    def git(*args: str) -> str:
+        try:
+            out = subprocess.run(["git", "-C", str(home), *args], capture_output=True,
+                                 text=True, timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    return {"repository": git("remote", "get-url", "origin") or "unknown",
+            "commit": git("rev-parse", "HEAD") or "unknown",
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+            "suite_version": __version__}
+
+
+def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
+               division: str, submitter: str, system: str,
+               system_json: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Write the tree under ``root``; returns per-result extras for the predicate."""
+    sub = rules.submission
+    assert sub is not None
+    if root.exists():
+        shutil.rmtree(root)
+    base = root / division / submitter
+    names = {"division": division, "submitter": submitter, "system": system}
+    system_path = root / sub.paths["system"].format(**names)
+    system_path.parent.mkdir(parents=True)
+    system_path.write_text(json.dumps(system_json, indent=2) + "\n")
+    src = source_pointer(paths.home)
+    src_dir = root / sub.paths["src"].format(**names)
+    src_dir.mkdir(parents=True)
+    (src_dir / "source.json").write_text(json.dumps(src, indent=2) + "\n")
+    (src_dir / "README.md").write_text(
+        f"# Source\n\nThe code is infersuite {__version__} at {src['repository']}, commit "
+        f"`{src['commit']}`{' (with uncommitted changes)' if src['dirty'] else ''}.\n")
+    extras: dict[str, dict[str, Any]] = {}
+    for (benchmark, scenario), cand in sorted(selection.chosen.items()):
+        bench = rules.benchmark(benchmark)
+        scen = Scenario(scenario)
+        rel = sub.paths["result"].format(division=division, submitter=submitter, system=system,
+                                         benchmark=bench.checker_model,
+                                         scenario=scen.loadgen_name)
+        _result_dir(root / rel, cand, paths, sub, benchmark)
+        extras[rel] = {"run_id": cand.run.run_id, "model_sha256": cand.run.model_sha256,
+                       "created_utc": cand.run.created_utc, "backend": cand.run.backend}
+    (base / "documentation").mkdir()
+    lines = [f"# {submitter}: {system} ({division})", "", "| result | run |", "|---|---|"]
+    lines += [f"| {rel} | {extra['run_id']} |" for rel, extra in sorted(extras.items())]
+    (base / "documentation" / "README.md").write_text("\n".join(lines) + "\n")
+    (base / "documentation" / "calibration.md").write_text(
+        "# Calibration\n\nNo quantization: the reference FP32 weights run unchanged.\n")
+    return extras
+
+
+def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
+                benchmark: str) -> None:
+    perf, acc = cand.run_dir / "performance", cand.run_dir / "accuracy"
+    (out / "performance" / "run_1").mkdir(parents=True)
+    (out / "accuracy").mkdir()
+    for name in _PERF_FILES:
+        if (perf / name).is_file():
+            shutil.copyfile(perf / name, out / "performance" / "run_1" / name)
+    for name in _ACC_FILES:
+        if (acc / name).is_file():
+            shutil.copyfile(acc / name, out / "accuracy" / name)
+    full = (acc / "mlperf_log_accuracy.json").read_bytes()
+    (out / "accuracy" / "mlperf_log_accuracy.json").write_bytes(
+        truncate_accuracy_log(full, sub.truncate_keep_chars))
+    metric_lines = [line for line in (acc / "accuracy.txt").read_text().splitlines()
+                    if line.strip() and not line.startswith("hash=")]
+    metric_lines.append(f"hash={hashlib.sha256(full).hexdigest()}")
+    (out / "accuracy" / "accuracy.txt").write_text("\n".join(metric_lines) + "\n")
+    for name in ("user.conf", "mlperf.conf"):
+        if (perf / name).is_file():
+            shutil.copyfile(perf / name, out / name)
+    card = load_card(paths, benchmark)
+    (out / "measurements.json").write_text(json.dumps({
+        "input_data_types": card.input.dtype, "retraining": "No",
+        "starting_weights_filename": card.model.onnx_file,
+        "weight_data_types": "fp32", "weight_transformations": "none"}, indent=2) + "\n")
+    (out / "README.md").write_text(
+        f"# {benchmark} {cand.run.scenario}\n\nReproduce with:\n\n```sh\nsuite run "
+        f"--benchmark {benchmark} --scenario {cand.run.scenario} --backend "
+        f"{cand.run.backend} --mode all --round {cand.run.round}\n```\n\nPackaged from run "
+        f"`{cand.run.run_id}`.\n")
+    compliance = cand.run_dir / "compliance"
+    if compliance.is_dir():
+        for test in sorted(p for p in compliance.iterdir() if p.is_dir()):
+            shutil.copytree(test, out / test.name)
+
+
+def predicate(report: CheckReport, extras: dict[str, dict[str, Any]], *, unofficial: bool,
+              identity: dict[str, str], src: dict[str, Any]) -> dict[str, Any]:
+    """The bench-result predicate: one summary per result, no wall-clock time."""
+    results = []
+    for res in report.results:
+        extra = extras.get(res.id, {})
+        results.append({
+            "result": res.id, "benchmark": res.benchmark, "scenario": res.scenario,
+            "metric": res.metric, "value": res.value, "valid": res.valid,
+            "accuracy": res.accuracy, "accuracy_target": res.accuracy_target,
+            "accuracy_met": res.accuracy is not None and res.accuracy_target is not None
+            and res.accuracy >= res.accuracy_target,
+            "failed_rules": sorted({f.rule for f in res.findings if f.severity == "error"}),
+            "round": report.round, "loadgen_version": extra.get("loadgen_version"),
+            "model_sha256": extra.get("model_sha256"), "run_id": extra.get("run_id"),
+            "system_name": identity.get("system_name"),
+        })
+    return {"suite_version": __version__, "round": report.round, "unofficial": unofficial,
+            **identity, "source": src,
+            "check": {"passed": report.passed, "errors": report.summary.errors,
+                      "warnings": report.summary.warnings},
+            "results": results}
+
+
+def loadgen_version(tree: Path, result_id: str) -> str | None:
+    from .checker.context import read_detail_log
+
+    log = read_detail_log(tree / result_id / "performance/run_1/mlperf_log_detail.txt")
+    value = log.get("loadgen_version") if log is not None else None
+    return str(value) if value is not None else None
+
+
+def refuse_if_empty(selection: Selection) -> None:
+    if not selection.chosen:
+        raise SuiteError("no run can be packaged:\n  " + "\n  ".join(
+            selection.refused or ["runs/ holds no run directories"]),
+            hint="run `suite run --mode all` without --quick, or pass --unofficial to test")

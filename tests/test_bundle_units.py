@@ -1,0 +1,58 @@
+"""Unit tests of the signing pieces: the DSSE test vector, key handling, determinism
+of the archive writer, and the private-key guard."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from suite.bundle import dsse, keys
+from suite.bundle.archive import read_archive, write_archive
+from suite.bundle.sign import sign_tree
+from suite.errors import SuiteError
+from tests.conftest import REPO
+
+
+def test_pae_matches_the_dsse_test_vector() -> None:
+    assert dsse.pae("http://example.com/HelloWorld", b"hello world") == \
+        b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+
+
+def test_sign_verify_roundtrip_and_wrong_key() -> None:
+    key = Ed25519PrivateKey.generate()
+    envelope = dsse.sign(b"{}", key)
+    raw = __import__("json").dumps(envelope).encode()
+    assert dsse.verify(raw, key.public_key()) == b"{}"
+    with pytest.raises(dsse.EnvelopeError):
+        dsse.verify(raw, Ed25519PrivateKey.generate().public_key())
+
+
+def test_keygen_encrypts_and_refuses_the_repo(tmp_path: Path) -> None:
+    private, public, keyid = keys.generate(tmp_path / "k", b"pw", forbidden=[REPO])
+    assert private.stat().st_mode & 0o777 == 0o600
+    assert b"ENCRYPTED PRIVATE KEY" in private.read_bytes()
+    assert keys.key_id(keys.load_private(private, b"pw").public_key()) == keyid
+    assert keys.key_id(keys.load_public(public)) == keyid
+    with pytest.raises(keys.KeyFileError):
+        keys.load_private(private, b"wrong")
+    with pytest.raises(keys.KeyFileError):
+        keys.generate(REPO / "keys", b"pw", forbidden=[REPO])
+
+
+def test_archive_is_deterministic_and_reads_back(tmp_path: Path) -> None:
+    members: dict[str, bytes | Path] = {"b.txt": b"2", "a/x.txt": b"1"}
+    write_archive(tmp_path / "1.tar.gz", members)
+    write_archive(tmp_path / "2.tar.gz", dict(reversed(members.items())))
+    assert (tmp_path / "1.tar.gz").read_bytes() == (tmp_path / "2.tar.gz").read_bytes()
+    found = read_archive(tmp_path / "1.tar.gz")
+    assert sorted(found.digests) == ["a/x.txt", "b.txt"] and not found.problems
+
+
+def test_a_private_key_is_never_bundled(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    keys.generate(tree / "oops", b"pw", forbidden=[])
+    with pytest.raises(SuiteError, match="private key"):
+        sign_tree(tree, tmp_path / "b.tar.gz", Ed25519PrivateKey.generate(), {})
