@@ -20,7 +20,9 @@ TREE ?= submissions
 BUNDLE ?=
 KEY ?= $(HOME)/.config/infersuite/keys/signing.pub
 
-.PHONY: demo run test bench lint clean-venv check lint-config keygen submission verify
+RERUN ?= all
+
+.PHONY: demo run test bench lint clean-venv check lint-config keygen submission verify audit tune
 
 $(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +66,13 @@ submission: $(VENV)/.core
 verify: $(VENV)/.core
 	@test -n "$(BUNDLE)" || { echo "usage: make verify BUNDLE=submissions/<name>.tar.gz KEY=signer.pub"; exit 1; }
 	$(PY) -m suite verify $(BUNDLE) --key $(KEY) $(ARGS)
+
+audit: $(VENV)/.core
+	@test -n "$(BUNDLE)" || { echo "usage: make audit BUNDLE=submissions/<name>.tar.gz KEY=signer.pub [RERUN=all]"; exit 1; }
+	$(PY) -m suite audit $(BUNDLE) --key $(KEY) --rerun "$(RERUN)" $(ARGS)
+
+tune: $(VENV)/.core
+	$(PY) -m suite tune --benchmark $(BENCHMARK) --backend $(BACKEND) $(ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -72,6 +72,8 @@ def _candidate(run_dir: Path, rules: RuleSet, unofficial: bool) -> tuple[str, Ca
         run = RunResult.load(run_dir / "result.json")
     except (OSError, ValueError) as exc:
         return f"no usable result.json ({exc})", None
+    if run.compliance is not None:
+        return f"a {run.compliance.test} compliance run (packaged with its reference run)", None
     modes = {t.mode: t for t in run.tests}
     perf = modes.get("performance")
     if perf is None or "accuracy" not in modes:
@@ -146,6 +148,7 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
                                          benchmark=bench.checker_model,
                                          scenario=scen.loadgen_name)
         _result_dir(root / rel, cand, paths, sub, benchmark)
+        write_evidence(root / EVIDENCE_DIR / rel, cand)
         extras[rel] = {"run_id": cand.run.run_id, "model_sha256": cand.run.model_sha256,
                        "created_utc": cand.run.created_utc, "backend": cand.run.backend}
     (base / "documentation").mkdir()
@@ -155,6 +158,27 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
     (base / "documentation" / "calibration.md").write_text(
         "# Calibration\n\nNo quantization: the reference FP32 weights run unchanged.\n")
     return extras
+
+
+#: Beside the official tree: what an auditor needs to recompute and replay each result.
+EVIDENCE_DIR = "evidence"
+
+
+def write_evidence(out: Path, cand: Candidate) -> None:
+    """``run.json`` (the run's identity and resolved config) and the full accuracy log.
+
+    The official tree keeps only a truncated accuracy log; the full one lets an auditor
+    recompute accuracy, and its sha256 must equal the ``hash=`` line of accuracy.txt.
+    """
+    out.mkdir(parents=True)
+    config = json.loads((cand.run_dir / "config.json").read_text())
+    (out / "run.json").write_text(json.dumps({
+        "run_id": cand.run.run_id, "benchmark": cand.run.benchmark,
+        "scenario": cand.run.scenario, "backend": cand.run.backend, "round": cand.run.round,
+        "model_sha256": cand.run.model_sha256, "config": config,
+    }, indent=2, sort_keys=True) + "\n")
+    shutil.copyfile(cand.run_dir / "accuracy" / "mlperf_log_accuracy.json",
+                    out / "mlperf_log_accuracy.json")
 
 
 def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
@@ -188,10 +212,64 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
         f"--benchmark {benchmark} --scenario {cand.run.scenario} --backend "
         f"{cand.run.backend} --mode all --round {cand.run.round}\n```\n\nPackaged from run "
         f"`{cand.run.run_id}`.\n")
-    compliance = cand.run_dir / "compliance"
-    if compliance.is_dir():
-        for test in sorted(p for p in compliance.iterdir() if p.is_dir()):
-            shutil.copytree(test, out / test.name)
+    attempts = _copy_compliance(cand, out, sub)
+    if attempts:
+        with (out / "README.md").open("a") as readme:
+            readme.write("\nCompliance attempts (all of them; the newest is packaged):\n\n")
+            readme.writelines(f"- {line}\n" for line in attempts)
+
+
+def _compliance_runs(cand: Candidate) -> dict[str, list[RunResult]]:
+    """Compliance runs made against this run (or its benchmark/scenario/backend), oldest
+    first, by test."""
+    found: dict[str, list[RunResult]] = {}
+    for path in sorted(cand.run_dir.parent.glob("*/result.json")):
+        try:
+            other = RunResult.load(path)
+        except (OSError, ValueError):
+            continue
+        comp = other.compliance
+        if comp is None or (other.benchmark, other.scenario, other.backend) != (
+                cand.run.benchmark, cand.run.scenario, cand.run.backend):
+            continue
+        found.setdefault(comp.test, []).append(other)
+    for runs in found.values():  # runs against exactly this reference come last (newest)
+        runs.sort(key=lambda r: (r.compliance is not None
+                                 and r.compliance.reference_run == str(cand.run_dir), r.run_id))
+    return found
+
+
+def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules) -> list[str]:
+    """Copy the newest attempt of each compliance test into ``<result>/TESTxx/``."""
+    lines = []
+    for test, runs in sorted(_compliance_runs(cand).items()):
+        newest = runs[-1]
+        source, target = Path(newest.run_dir), out / test
+        (target / "performance" / "run_1").mkdir(parents=True)
+        for name in _PERF_FILES:
+            if (source / "performance" / name).is_file():
+                shutil.copyfile(source / "performance" / name,
+                                target / "performance" / "run_1" / name)
+        for name in ("verify_accuracy.txt", "verify_performance.txt"):
+            if (source / name).is_file():
+                shutil.copyfile(source / name, target / name)
+        log = source / "accuracy" / "mlperf_log_accuracy.json"
+        if log.is_file():
+            (target / "accuracy").mkdir()
+            full = log.read_bytes()
+            (target / "accuracy" / "mlperf_log_accuracy.json").write_bytes(
+                truncate_accuracy_log(full, sub.truncate_keep_chars))
+            (target / "accuracy" / "accuracy.txt").write_text(
+                f"hash={hashlib.sha256(full).hexdigest()}\n")
+            for name in ("baseline_accuracy.txt", "compliance_accuracy.txt"):
+                if (source / "accuracy" / name).is_file():
+                    shutil.copyfile(source / "accuracy" / name, target / "accuracy" / name)
+        for run in runs:
+            comp = run.compliance
+            assert comp is not None
+            verdicts = ", ".join(f"{k}: {v}" for k, v in comp.verdicts.items())
+            lines.append(f"{test} attempt {comp.attempt} `{run.run_id}`: {verdicts}")
+    return lines
 
 
 def predicate(report: CheckReport, extras: dict[str, dict[str, Any]], *, unofficial: bool,
