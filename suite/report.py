@@ -60,6 +60,8 @@ def run_notes(results: Iterable[RunResult]) -> list[str]:
         name = f"{result.benchmark} {result.scenario}"
         for test in result.tests:
             lines += [f"{name} {test.mode}: {note}" for note in _test_notes(test)]
+        if result.division == "open":
+            lines.append(f"{name}: OPEN DIVISION: {result.division_reason}")
         reasons = [r for r in result.non_submittable_reasons if not r.startswith("the run is")]
         lines += [f"{name}: not submittable: {reason}" for reason in reasons]
     return list(dict.fromkeys(lines))
@@ -68,15 +70,17 @@ def run_notes(results: Iterable[RunResult]) -> list[str]:
 def results_table(results: Iterable[RunResult], title: str = "infersuite results") -> Table:
     """One row per LoadGen test: scenario, metric, validity, accuracy, submittability."""
     table = Table(title=title)
-    for column in ("benchmark", "scenario", "backend", "mode", "metric", "value", "validity",
-                   "early stopping", "accuracy vs target", "submittable"):
+    for column in ("benchmark", "scenario", "backend", "mode", "division", "metric", "value",
+                   "validity", "early stopping", "accuracy vs target", "submittable"):
         table.add_column(column)
     for result in results:
         for test in result.tests:
             name, value = _metric(test)
             table.add_row(
                 *(Text(cell) for cell in (result.benchmark, result.scenario, result.backend,
-                                          test.mode, name, value)),
+                                          test.mode)),
+                Text(result.division, style="yellow" if result.division == "open" else ""),
+                Text(name), Text(value),
                 Text(test.status.value, style=_STYLE[test.status]), Text(_early_stopping(test)),
                 Text(_accuracy(test)), Text("yes" if result.submittable else "no"),
             )
