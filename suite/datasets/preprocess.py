@@ -118,12 +118,16 @@ def normalize(crops: npt.NDArray[np.uint8], params: NormalizeParams) -> npt.NDAr
 
         batch = normalize(crops, NormalizeParams())  # (N, 3, 224, 224) float32
     """
-    out = crops.astype(np.float32)
-    out -= np.asarray(params.means, dtype=np.float32)
-    if params.layout == "NCHW":
-        out = out.transpose(0, 3, 1, 2)
-    result: npt.NDArray[np.float32] = np.ascontiguousarray(out)
-    return result
+    count, height, width, _ = crops.shape
+    nchw = params.layout == "NCHW"
+    # One output allocation, written channel by channel: LoadGen's load of 1024
+    # samples is 616 MB of float32, and temporaries would triple the peak.
+    out = np.empty((count, 3, height, width) if nchw else (count, height, width, 3),
+                   dtype=np.float32)
+    for channel, mean in enumerate(params.means):
+        target = out[:, channel] if nchw else out[..., channel]
+        np.subtract(crops[..., channel], np.float32(mean), out=target, dtype=np.float32)
+    return out
 
 
 def sample_shape(crop: CropParams, norm: NormalizeParams) -> tuple[int, ...]:
