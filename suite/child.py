@@ -118,10 +118,12 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
     settings = LoadGenSettings(**spec.settings)
     sut: SystemUnderTest | None = None
     try:
-        card = load_card(find_paths(spec.home), config.benchmark)
+        card = load_card(find_paths(spec.home), config.benchmark).with_model_path(
+            config.data.model_path)
         backend = backends.create(config.backend, config.backend_options)
         status.backend = asdict(backend.load(card, config.sut.max_batch_size))
-        dataset = datasets.create(card)
+        # The parent built the preprocessing cache; here it is only opened.
+        dataset = datasets.create(card, config.data)
         postprocess, response_dtype = make_postprocess(card)
         drained = threading.Event()
         sut = SystemUnderTest(

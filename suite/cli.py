@@ -202,6 +202,7 @@ def config_command(benchmark: str, scenario: str, backend: str, mode: str, round
     table.add_column("source")
     values = {f"loadgen.{k}": v for k, v in resolved.loadgen.model_dump().items()}
     values |= {f"sut.{k}": v for k, v in resolved.sut.model_dump().items()}
+    values |= {f"data.{k}": v for k, v in resolved.data.model_dump().items()}
     values |= {f"backend.{resolved.backend}.{k}": v
                for k, v in resolved.backend_options.items()}
     for key, value in values.items():

@@ -13,6 +13,11 @@ Layers, lowest to highest precedence (each later layer overrides earlier ones ke
    ``[scenarios.<scenario>]``;
 6. command-line flags (``--set key=value`` and the named flags).
 
+``[data]`` (where a user-supplied dataset, model and preprocessing cache live) has one
+more source: when no layer sets a key, the benchmark's environment variable (e.g.
+``SUITE_IMAGENET_DIR``) fills it, recorded as ``env SUITE_IMAGENET_DIR``. This module
+is the only reader of those variables.
+
 Unknown keys, wrong types and unknown names fail here, before any run, naming the key
 and the file it came from and suggesting the closest valid name.
 """
@@ -27,7 +32,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -74,6 +79,29 @@ class SutConfig(_Section):
     heartbeat_s: float = Field(default=0.25, gt=0)
 
 
+class DataConfig(_Section):
+    """``[data]``: a user-supplied dataset and model, and the preprocessing cache.
+
+    Paths are made absolute when the config is resolved (the child process runs in
+    its test directory). Empty means unset; the benchmark says whether it needs one.
+    """
+
+    dataset_dir: str = Field(default="", description="dataset directory (e.g. ImageNet val)")
+    model_path: str = Field(default="", description="the model file, for user-supplied models")
+    cache_dir: str = Field(default="", description="preprocessing cache; default <home>/cache")
+    preprocess_workers: int = Field(default=0, ge=0, description="0: one per CPU core")
+    layout: Literal["auto", "NCHW", "NHWC"] = Field(
+        default="auto", description="input layout; auto: the model card's")
+
+
+#: Environment fallbacks of ``[data]`` keys, per benchmark (used only when no layer
+#: sets the key).
+DATA_ENV: dict[str, dict[str, str]] = {
+    "resnet50": {"data.dataset_dir": "SUITE_IMAGENET_DIR",
+                 "data.model_path": "SUITE_RESNET50_ONNX"},
+}
+
+
 class RunConfig(BaseModel):
     """The resolved, frozen configuration of one run, with provenance per key."""
 
@@ -88,6 +116,7 @@ class RunConfig(BaseModel):
     runs_dir: Path
     loadgen: LoadGenConfig
     sut: SutConfig
+    data: DataConfig = DataConfig()
     backend_options: dict[str, Any]
     provenance: dict[str, str]
     overridden_rules: dict[str, str]
@@ -175,6 +204,7 @@ def known_keys(backend: str) -> set[str]:
     """Every dotted key a config layer may set."""
     keys = {f"loadgen.{name}" for name in LoadGenConfig.model_fields}
     keys |= {f"sut.{name}" for name in SutConfig.model_fields}
+    keys |= {f"data.{name}" for name in DataConfig.model_fields}
     names = set(BUILTIN) | {backend}
     for name in names:
         keys |= {f"backend.{name}.{opt}" for opt in backend_class(name).Options.model_fields}
@@ -281,6 +311,26 @@ def _validate(section: type[_Section], prefix: str, values: dict[str, Any],
         ) from None
 
 
+def _apply_env(benchmark: str, values: dict[str, Any], provenance: dict[str, str]) -> None:
+    """Fill ``[data]`` keys no layer set from the benchmark's environment variables."""
+    for key, var in DATA_ENV.get(benchmark, {}).items():
+        env = os.environ.get(var, "")
+        if provenance.get(key) == "default" and env:
+            values[key] = env
+            provenance[key] = f"env {var}"
+
+
+def _absolute_paths(data: DataConfig, paths: Paths) -> DataConfig:
+    def absolute(text: str) -> str:
+        return str(Path(text).expanduser().resolve()) if text else ""
+
+    return data.model_copy(update={
+        "dataset_dir": absolute(data.dataset_dir),
+        "model_path": absolute(data.model_path),
+        "cache_dir": absolute(data.cache_dir) or str(paths.home / "cache"),
+    })
+
+
 def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSet]:
     """Resolve ``request`` into a ``RunConfig`` (and the round's ``RuleSet``).
 
@@ -322,7 +372,7 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
 
     values: dict[str, Any] = {}
     provenance: dict[str, str] = {}
-    for model, prefix in ((LoadGenConfig, "loadgen"), (SutConfig, "sut")):
+    for model, prefix in ((LoadGenConfig, "loadgen"), (SutConfig, "sut"), (DataConfig, "data")):
         for name, info in model.model_fields.items():
             values[f"{prefix}.{name}"] = info.default
             provenance[f"{prefix}.{name}"] = "default"
@@ -332,8 +382,11 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
             values[key] = value
             provenance[key] = layer[0]
 
+    _apply_env(request.benchmark, values, provenance)
+
     loadgen = _validate(LoadGenConfig, "loadgen", values, provenance)
     sut = _validate(SutConfig, "sut", values, provenance)
+    data = _absolute_paths(_validate(DataConfig, "data", values, provenance), paths)
     option_prefix = f"backend.{request.backend}."
     raw_options = {k[len(option_prefix):]: v for k, v in values.items()
                    if k.startswith(option_prefix)}
@@ -356,6 +409,7 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
         runs_dir=(request.runs_dir or paths.runs).resolve(),
         loadgen=loadgen,
         sut=sut,
+        data=data,
         backend_options=options.model_dump(),
         provenance={k: v for k, v in provenance.items() if not k.startswith("backend.")}
         | {k: v for k, v in provenance.items() if k.startswith(option_prefix)},

@@ -1,18 +1,27 @@
 """Model cards (``reference_models/<name>/model.toml``) and model-file verification.
 
-A card names the model file, its sha256, the input and output tensors, how to turn
-outputs into the response LoadGen logs, and the dataset it is scored on. The
-harness refuses to run a model file whose sha256 differs from the card.
+A card names the model file, its checksum, the input and output tensors, how to turn
+outputs into the response LoadGen logs, and the dataset it is scored on.
+
+Two kinds of model file:
+
+* ``source = "bundled"`` (digits): the file ships in the card's directory; the
+  harness refuses to run one whose sha256 differs from the card.
+* ``source = "user"`` (resnet50): the user supplies the file (``data.model_path``).
+  One whose checksum matches the card is the reference model (closed division); any
+  other file still runs, but only in the open division, and every report says so.
+  A card may hold the published md5 instead of a sha256 where only that is published.
 """
 
 from __future__ import annotations
 
 import hashlib
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ConfigError, ModelError
 from .paths import Paths
@@ -24,12 +33,23 @@ class _Card(BaseModel):
 
 class ModelFiles(_Card):
     onnx_file: str
-    onnx_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    source: Literal["bundled", "user"] = "bundled"
+    onnx_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    #: Published md5 checksums of the reference file(s), where no sha256 is published.
+    onnx_md5: list[str] = []
     opset: int | None = None
     torch_module: str | None = None
     torch_state_dict: str | None = None
     torch_state_dict_sha256: str | None = None
     weights_sha256: str | None = None
+
+    @model_validator(mode="after")
+    def _has_checksum(self) -> ModelFiles:
+        if self.onnx_sha256 is None and not self.onnx_md5:
+            raise ValueError("a model card needs onnx_sha256 or onnx_md5")
+        if self.source == "bundled" and self.onnx_sha256 is None:
+            raise ValueError("a bundled model needs onnx_sha256")
+        return self
 
 
 class TensorSpec(_Card):
@@ -45,7 +65,9 @@ class TensorSpec(_Card):
 
 
 class PostprocessSpec(_Card):
-    kind: Literal["argmax"]
+    #: ``argmax``: the output is logits or probabilities (N, classes);
+    #: ``class_index``: the model already applied argmax, the output is (N,) or (N, 1).
+    kind: Literal["argmax", "class_index"]
     response_dtype: Literal["int32", "int64", "float32"] = "int32"
     label_offset: int = 0
 
@@ -74,6 +96,8 @@ class ModelCard(_Card):
     dataset: DatasetSpec
     accuracy: AccuracySpec
     directory: Path = Path()
+    #: The user-supplied model file (``data.model_path``), for ``source = "user"``.
+    model_path: Path | None = None
 
     @property
     def card_path(self) -> Path:
@@ -81,7 +105,34 @@ class ModelCard(_Card):
 
     @property
     def onnx_path(self) -> Path:
+        if self.model_path is not None:
+            return self.model_path
         return self.directory / self.model.onnx_file
+
+    def with_model_path(self, model_path: str) -> ModelCard:
+        """The card with the user's model file; an error names the config key if needed.
+
+        Example::
+
+            card = load_card(paths, "resnet50").with_model_path(config.data.model_path)
+        """
+        if self.model.source == "bundled":
+            if model_path:
+                raise ConfigError(
+                    f"data.model_path = {model_path!r}: benchmark '{self.name}' ships its "
+                    f"model ({self.onnx_path}); it takes no user-supplied file",
+                    hint="unset data.model_path for this benchmark",
+                )
+            return self
+        if not model_path:
+            raise ModelError(
+                f"benchmark '{self.name}' needs its model file ({self.model.onnx_file}); "
+                "none is configured",
+                hint=f"set data.model_path (--set data.model_path=/path/{self.model.onnx_file}"
+                ", a [data] table in --config) or the benchmark's environment variable "
+                "(see the README)",
+            )
+        return self.model_copy(update={"model_path": Path(model_path)})
 
 
 def load_card(paths: Paths, name: str) -> ModelCard:
@@ -118,9 +169,62 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def md5_file(path: Path) -> str:
+    """The hex md5 of a file (only to compare with checksums published as md5)."""
+    digest = hashlib.md5(usedforsecurity=False)
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What the model file is: its sha256, and the division it may run in."""
+
+    sha256: str
+    division: Literal["closed", "open"]
+    #: Why the run is open division (empty for closed).
+    reason: str = ""
+
+
+def check_model(card: ModelCard) -> ModelIdentity:
+    """Verify the card's model file: refuse a bad bundled file, classify a user's one.
+
+    Example::
+
+        identity = check_model(card)  # ModelIdentity(sha256='…', division='closed')
+    """
+    path = card.onnx_path
+    if card.model.source == "bundled":
+        return ModelIdentity(verify_model_file(card), "closed")
+    if not path.is_file():
+        url = card.model.model_dump().get("url", "see the README")
+        raise ModelError(
+            f"model file {path} does not exist (data.model_path of benchmark '{card.name}')",
+            hint=f"download the reference model ({url}) and point data.model_path (or the "
+            "benchmark's environment variable) at it",
+        )
+    try:
+        sha = sha256_file(path)
+        md5 = md5_file(path) if card.model.onnx_md5 else ""
+    except OSError as exc:
+        raise ModelError(f"model file {path} cannot be read: {exc}") from None
+    if sha == card.model.onnx_sha256 or md5 in card.model.onnx_md5:
+        return ModelIdentity(sha, "closed")
+    expected = (f"sha256 {card.model.onnx_sha256}" if card.model.onnx_sha256
+                else f"md5 {' or '.join(card.model.onnx_md5)}")
+    return ModelIdentity(sha, "open", (
+        f"model file {path} is not the reference model of {card.card_path} "
+        f"(sha256 {sha}, md5 {md5 or '-'}; the card expects {expected}): "
+        "open division only, not a closed-division result"))
+
+
 def verify_model_file(card: ModelCard, path: Path | None = None) -> str:
-    """Check the model file against the card; return its sha256 or raise ``ModelError``."""
+    """Check a bundled model file against the card; return its sha256 or raise ``ModelError``."""
     path = path or card.onnx_path
+    if card.model.onnx_sha256 is None:
+        raise ModelError(f"{card.card_path}: no onnx_sha256 to verify {path} against")
     if not path.is_file():
         raise ModelError(
             f"model file {path} is missing (named by {card.card_path})",

@@ -1,7 +1,14 @@
 """Turn a backend's raw outputs into the bytes LoadGen logs for each sample.
 
 The response of a sample is one row of a C-contiguous array; the accuracy checker
-decodes the same dtype from ``mlperf_log_accuracy.json``.
+decodes the same dtype from ``mlperf_log_accuracy.json``. Two kinds:
+
+* ``argmax``: the model outputs scores (N, classes); the response is their argmax;
+* ``class_index``: the model already applied argmax (the official ResNet-50 ONNX
+  model's ``ArgMax:0``, int64 of shape (N,)); the response is that index.
+
+Either way ``label_offset`` is added: -1 for models with a background class 0
+(1001 outputs) scored against 0-based ImageNet labels.
 """
 
 from __future__ import annotations
@@ -32,4 +39,13 @@ def make_postprocess(card: ModelCard) -> tuple[Postprocess, np.dtype[Any]]:
             return np.ascontiguousarray(classes)
 
         return argmax, dtype
+    if spec.kind == "class_index":
+
+        def class_index(outputs: Outputs) -> npt.NDArray[Any]:
+            classes = np.asarray(outputs).reshape(len(outputs)).astype(dtype, copy=True)
+            if offset:
+                classes += dtype.type(offset)
+            return classes
+
+        return class_index, dtype
     raise ValueError(f"unknown postprocess kind {spec.kind!r}")  # the card model forbids it

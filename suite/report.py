@@ -63,6 +63,8 @@ def run_notes(results: Iterable[RunResult]) -> list[str]:
             verdicts = ", ".join(f"{file}: {v}" for file, v in comp.verdicts.items())
             lines.append(f"{name} {comp.test} attempt {comp.attempt} against "
                          f"{comp.reference_run}: {verdicts}")
+        if result.division == "open":
+            lines.append(f"{name}: OPEN DIVISION: {result.division_reason}")
         reasons = [r for r in result.non_submittable_reasons if not r.startswith("the run is")]
         lines += [f"{name}: not submittable: {reason}" for reason in reasons]
     return list(dict.fromkeys(lines))
@@ -71,8 +73,8 @@ def run_notes(results: Iterable[RunResult]) -> list[str]:
 def results_table(results: Iterable[RunResult], title: str = "infersuite results") -> Table:
     """One row per LoadGen test: scenario, metric, validity, accuracy, submittability."""
     table = Table(title=title)
-    for column in ("benchmark", "scenario", "backend", "mode", "metric", "value", "validity",
-                   "early stopping", "accuracy vs target", "submittable"):
+    for column in ("benchmark", "scenario", "backend", "mode", "division", "metric", "value",
+                   "validity", "early stopping", "accuracy vs target", "submittable"):
         table.add_column(column)
     for result in results:
         for test in result.tests:
@@ -80,7 +82,9 @@ def results_table(results: Iterable[RunResult], title: str = "infersuite results
             table.add_row(
                 *(Text(cell) for cell in (result.benchmark, result.scenario, result.backend,
                                           result.compliance.test if result.compliance
-                                          else test.mode, name, value)),
+                                          else test.mode)),
+                Text(result.division, style="yellow" if result.division == "open" else ""),
+                Text(name), Text(value),
                 Text(test.status.value, style=_STYLE[test.status]), Text(_early_stopping(test)),
                 Text(_accuracy(test)), Text("yes" if result.submittable else "no"),
             )

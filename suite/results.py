@@ -4,6 +4,10 @@
 
 * 1: first version (performance from the detail log, accuracy, failures, provenance).
 * 2: ``compliance`` (the verdict of a compliance test run, with its earlier attempts).
+  Also in 2: ``division`` (``"closed"`` or ``"open"``) and ``division_reason``: a user-supplied
+  model file that is not the card's reference model runs in the open division only;
+  ``dataset`` (what ``dataset.json`` records: size, cache, preprocessing). Version 1
+  files still load (as closed division, no dataset record).
 
 Performance numbers here are copied from LoadGen's detail log (``logs``), never
 computed by the harness.
@@ -14,7 +18,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -156,6 +160,9 @@ class RunResult(_Frozen):
     backend: str
     round: str
     model_sha256: str
+    division: Literal["closed", "open"] = "closed"
+    division_reason: str = ""
+    dataset: dict[str, Any] = {}
     submittable: bool
     non_submittable_reasons: list[str]
     status: Status
@@ -173,6 +180,8 @@ class RunResult(_Frozen):
     def load(cls, path: Path) -> RunResult:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version == 1:  # the v2 fields have defaults: closed division, no dataset record
+            data["schema_version"] = SCHEMA_VERSION
+        elif version != SCHEMA_VERSION:
             raise ValueError(f"{path}: schema_version {version}, this suite reads {SCHEMA_VERSION}")
         return cls.model_validate(data)

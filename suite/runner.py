@@ -83,16 +83,22 @@ def run_in_child(
     home: Path,
     on_progress: ProgressCallback | None = None,
     audit_config: Path | None = None,
+    dataset_size: int | None = None,
 ) -> TestResult:
-    """Run one LoadGen test in a fresh child process and collect its result."""
+    """Run one LoadGen test in a fresh child process and collect its result.
+
+    ``dataset_size`` is the QSL's total count when the dataset at hand is not the
+    round's full one (a user's subset, a test fixture); default: the round's size.
+    """
     bench = rules.benchmark(config.benchmark)
-    settings = write_settings(config, rules, mode, test_dir)
+    total = dataset_size if dataset_size is not None else bench.dataset_size
+    settings = write_settings(config, rules, mode, test_dir, total)
     spec = {
         "home": str(home),
         "test_dir": str(test_dir),
         "config": json.loads(config.model_dump_json()),
         "settings": json.loads(settings.to_json()),
-        "qsl_total": bench.dataset_size,
+        "qsl_total": total,
         "qsl_performance": config.loadgen.performance_sample_count,
         "audit_config": str(audit_config) if audit_config else None,
     }

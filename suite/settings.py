@@ -102,7 +102,8 @@ def expected_samples(config: RunConfig, mode: Mode, dataset_size: int) -> int | 
 
 
 def write_settings(
-    config: RunConfig, rules: RuleSet, mode: Mode, test_dir: Path
+    config: RunConfig, rules: RuleSet, mode: Mode, test_dir: Path,
+    dataset_size: int | None = None,
 ) -> LoadGenSettings:
     """Write ``mlperf.conf``, ``user.conf`` and ``settings.json`` into ``test_dir``."""
     bench = rules.benchmark(config.benchmark)
@@ -145,7 +146,8 @@ def write_settings(
         schedule_rng_seed=seeds.schedule_rng_seed,
         mlperf_conf=str(mlperf_path),
         user_conf=str(user_path),
-        expected_samples=expected_samples(config, mode, bench.dataset_size),
+        expected_samples=expected_samples(
+            config, mode, bench.dataset_size if dataset_size is None else dataset_size),
         min_duration_ms=config.loadgen.min_duration_ms,
     )
     (test_dir / "settings.json").write_text(settings.to_json() + "\n", encoding="utf-8")

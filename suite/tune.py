@@ -105,7 +105,7 @@ class Tuner:
         self.say = say
         self.cache = ProbeCache(runs_dir / "tune-cache" / f"{self.system}.json", fresh)
         self.report = TuneReport(self.system, backend, benchmark)
-        self.model_sha = prepare(self._request("offline", {}), paths)[3]
+        self.model_sha = prepare(self._request("offline", {}), paths)[3].sha256
 
     def _request(self, scenario: str, sets: dict[str, Any], quick: bool = True) -> ConfigRequest:
         return ConfigRequest(

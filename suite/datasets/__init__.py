@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib
 
+from ..config import DataConfig
 from ..errors import DatasetError
 from ..models import ModelCard
 from .base import InMemoryDataset
+from .cache import CacheProgress
 
 __all__ = ["InMemoryDataset", "create"]
 
@@ -14,11 +16,23 @@ __all__ = ["InMemoryDataset", "create"]
 #: The model card's ``[dataset] name`` -> ``"module:Class"``; imported on use.
 REGISTRY: dict[str, str] = {
     "sklearn-digits": "suite.datasets.digits:DigitsDataset",
+    "imagenet2012-val": "suite.datasets.imagenet:ImagenetDataset",
 }
 
 
-def create(card: ModelCard) -> InMemoryDataset:
-    """The dataset the card names, ready for LoadGen's ``load``/``unload`` calls."""
+def create(card: ModelCard, data: DataConfig | None = None,
+           progress: CacheProgress | None = None) -> InMemoryDataset:
+    """The dataset the card names, ready for LoadGen's ``load``/``unload`` calls.
+
+    ``data`` locates user-supplied datasets and their preprocessing cache; a dataset
+    that needs preprocessing does it here (once; later calls reuse the cache) and
+    reports through ``progress(done, total, elapsed_s)``.
+
+    Example::
+
+        dataset = create(card, config.data)
+        dataset.load([0, 1, 2])
+    """
     spec = REGISTRY.get(card.dataset.name)
     if spec is None:
         raise DatasetError(
@@ -27,5 +41,5 @@ def create(card: ModelCard) -> InMemoryDataset:
         )
     module_name, _, class_name = spec.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
-    dataset: InMemoryDataset = cls(card)
+    dataset: InMemoryDataset = cls(card, data or DataConfig(), progress)
     return dataset

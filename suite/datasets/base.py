@@ -42,6 +42,11 @@ class InMemoryDataset:
     def _read(self, indices: IndexArray) -> npt.NDArray[Any]:
         raise NotImplementedError
 
+    def describe(self) -> dict[str, Any]:
+        """What the run directory's ``dataset.json`` records about this dataset."""
+        return {"name": self.name, "total": self.total_count,
+                "sample_shape": list(self.sample_shape), "dtype": str(self.dtype)}
+
     def load(self, indices: Sequence[int]) -> None:
         """Stage the samples at ``indices`` (duplicates allowed) in one contiguous array."""
         unique = np.unique(np.asarray(indices, dtype=np.int64))

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..config import DataConfig
 from ..errors import DatasetError
 from ..models import ModelCard
 from ..types import IndexArray
@@ -47,7 +48,9 @@ class DigitsDataset(InMemoryDataset):
 
     name = "sklearn-digits"
 
-    def __init__(self, card: ModelCard) -> None:
+    def __init__(self, card: ModelCard, data: DataConfig | None = None,
+                 progress: object = None) -> None:
+        # Bundled with scikit-learn: no directory, no cache, nothing to report.
         images, labels = validation_split(card)
         super().__init__(labels, images.shape[1:], np.dtype(np.float32))
         self._images = images

@@ -1,0 +1,110 @@
+"""The ImageNet 2012 validation set from a user's directory, as MLPerf's ResNet-50 uses it.
+
+The directory holds the validation JPEGs and ``val_map.txt``: one ``<file name>
+<label>`` line per image, labels 0-999. QSL index ``i`` is line ``i`` of
+``val_map.txt`` (the official accuracy script, ``tools/accuracy-imagenet.py``,
+assumes the same order). The directory comes from ``data.dataset_dir`` or
+``SUITE_IMAGENET_DIR`` (resolved in ``config``).
+
+Preprocessing (``preprocess``) runs once into the cache (``cache``); LoadGen's
+``load`` then copies the requested crops from the memory map into RAM, subtracting
+the means and transposing to the requested layout.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..config import DataConfig
+from ..errors import DatasetError
+from ..models import ModelCard
+from ..types import IndexArray
+from .base import InMemoryDataset
+from .cache import CacheProgress, CacheReport, CropCache
+from .preprocess import NormalizeParams, normalize, params_from_card, sample_shape
+
+VAL_MAP = "val_map.txt"
+_HINT_DIR = ("set data.dataset_dir (--set data.dataset_dir=/path, a [data] table in "
+             "--config) or SUITE_IMAGENET_DIR to the directory of the 50,000 validation "
+             "JPEGs and val_map.txt")
+
+
+def read_val_map(directory: Path) -> tuple[list[Path], npt.NDArray[np.int64]]:
+    """The image files and labels ``val_map.txt`` lists, every file checked to exist.
+
+    Example::
+
+        files, labels = read_val_map(Path("/data/imagenet2012"))
+    """
+    if not str(directory) or str(directory) == ".":
+        raise DatasetError("no ImageNet directory is configured", hint=_HINT_DIR)
+    if not directory.is_dir():
+        raise DatasetError(f"ImageNet directory {directory} does not exist", hint=_HINT_DIR)
+    val_map = directory / VAL_MAP
+    if not val_map.is_file():
+        raise DatasetError(f"{val_map} does not exist",
+                           hint=f"the dataset directory needs {VAL_MAP}: one '<file> <label>' "
+                           "line per validation image")
+    files: list[Path] = []
+    labels: list[int] = []
+    for number, line in enumerate(val_map.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = re.split(r"\s+", line.strip())
+        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+            raise DatasetError(f"{val_map}:{number}: expected '<file name> <label>', "
+                               f"got {line.strip()!r}")
+        files.append(directory / parts[0])
+        labels.append(int(parts[1]))
+    if not files:
+        raise DatasetError(f"{val_map} lists no images")
+    missing = [path for path in files if not path.is_file()]
+    if missing:
+        shown = "\n  ".join(str(p) for p in missing[:10])
+        more = f"\n  … and {len(missing) - 10} more" if len(missing) > 10 else ""
+        raise DatasetError(
+            f"{len(missing)} image(s) listed in {val_map} are missing:\n  {shown}{more}",
+            hint="restore the files, or fix val_map.txt; images are never skipped silently",
+        )
+    return files, np.asarray(labels, dtype=np.int64)
+
+
+class ImagenetDataset(InMemoryDataset):
+    """ImageNet validation images as a QSL, preprocessed through the cache."""
+
+    name = "imagenet2012-val"
+
+    def __init__(self, card: ModelCard, data: DataConfig,
+                 progress: CacheProgress | None = None) -> None:
+        try:
+            crop, norm = params_from_card(card.dataset.model_dump())
+        except (TypeError, ValueError) as exc:
+            raise DatasetError(f"{card.card_path}: [dataset]: {exc}") from None
+        layout = card.input.layout if data.layout == "auto" else data.layout
+        if layout not in ("NCHW", "NHWC"):
+            raise DatasetError(f"{card.card_path}: input layout {layout!r} is not NCHW or NHWC")
+        self.norm = NormalizeParams(means=norm.means,
+                                    layout="NCHW" if layout == "NCHW" else "NHWC")
+        self.directory = Path(data.dataset_dir) if data.dataset_dir else Path()
+        self.files, labels = read_val_map(self.directory)
+        self.cache = CropCache(Path(data.cache_dir), self.name, self.files, crop)
+        self.report: CacheReport = self.cache.ensure(data.preprocess_workers, progress)
+        self._crops = self.cache.open()
+        super().__init__(labels, sample_shape(crop, self.norm), np.dtype(np.float32))
+
+    def _read(self, indices: IndexArray) -> npt.NDArray[Any]:
+        return normalize(self._crops[indices], self.norm)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "directory": str(self.directory),
+            "layout": self.norm.layout,
+            "means": list(self.norm.means),
+            "cache": self.report.__dict__,
+        }
