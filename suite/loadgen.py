@@ -119,12 +119,13 @@ class Completer:
 
     def complete_empty(self, ids: Sequence[int]) -> None:
         """Complete ``ids`` with all-zero payloads (a failed or drained batch)."""
-        n = len(ids)
-        lg.QuerySamplesComplete(list(map(
-            lg.QuerySampleResponse, ids, repeat(self._zeros.ctypes.data, n),
-            repeat(self.row_nbytes, n),
-        )))
-        self.completed += n
+        address, size = self._zeros.ctypes.data, self.row_nbytes
+        for start in range(0, len(ids), 4096):  # bounded lists: a drain can be millions
+            chunk = ids[start:start + 4096]
+            n = len(chunk)
+            lg.QuerySamplesComplete(list(map(
+                lg.QuerySampleResponse, chunk, repeat(address, n), repeat(size, n))))
+            self.completed += n
 
 
 def loadgen_version() -> str:

@@ -62,7 +62,8 @@ def _start_and_interrupt(runs_dir: Path, scenario: str) -> subprocess.CompletedP
     args = [sys.executable, "-m", "suite", "run", "--scenario", scenario, "--runs-dir",
             str(runs_dir), "--backend", "tests.fault_backends:SlowBackend",
             "--set", "loadgen.min_duration_ms=120000", "--set", "sut.drain_grace_s=1",
-            "--set", "loadgen.expected_qps=100000", "--set", "loadgen.target_qps=200"]
+            "--set", "loadgen.expected_qps=1000", "--set", "loadgen.target_qps=200",
+            "--set", "sut.max_batch_size=1"]  # 2 ms per sample: still running when interrupted
     proc = subprocess.Popen(args, cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
