@@ -23,7 +23,7 @@ from pathlib import Path
 from . import backends, datasets
 from .accuracy import score_top1
 from .config import ConfigRequest, RunConfig, load_config
-from .errors import BackendUnavailable, SuiteError
+from .errors import SuiteError
 from .logs import DETAIL_LOG, parse_detail_log
 from .models import ModelCard, load_card, verify_model_file
 from .paths import Paths, find_paths
@@ -45,10 +45,8 @@ def prepare(request: ConfigRequest, paths: Paths | None = None
     config, rules = load_config(request, paths)
     card = load_card(paths, config.benchmark)
     model_sha = verify_model_file(card)
-    reason = backends.backend_class(config.backend).unavailable_reason()
-    if reason is not None:
-        raise BackendUnavailable(f"backend '{config.backend}' is not available: {reason}")
-    backends.parse_options(config.backend, config.backend_options)
+    # Missing packages, GPU or driver fail here, before a run directory or LoadGen.
+    backends.ensure_available(config.backend, config.backend_options)
     return config, rules, card, model_sha, paths
 
 
