@@ -93,6 +93,7 @@ class TensorRTBackend(BackendBase):
         self._cuda: Any = None
         self._ctx: Any = None
         self._engine: Any = None
+        self._runtime: Any = None
         self._slots: list[_Slot] = []
         self._pool: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
         self._input = ""
@@ -119,7 +120,8 @@ class TensorRTBackend(BackendBase):
             self._sample_shape = card.input.sample_shape
             path, cached = self._engine_path(trt, card, gpu), True
             plan = path.read_bytes() if path.is_file() else None
-            runtime = trt.Runtime(logger)
+            # Kept for the engine's lifetime: an engine must not outlive its runtime.
+            self._runtime = runtime = trt.Runtime(logger)
             self._engine = runtime.deserialize_cuda_engine(plan) if plan else None
             if self._engine is None:
                 cached, plan = False, self._build(trt, cuda, card, logger)
@@ -263,7 +265,7 @@ class TensorRTBackend(BackendBase):
                 slot.dev_in.free()
                 slot.dev_out.free()
             self._slots.clear()
-            self._engine = None
+            self._engine = self._runtime = None
         finally:
             self._ctx.pop()
             self._ctx.detach()
