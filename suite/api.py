@@ -32,7 +32,7 @@ from .accuracy import score_top1
 from .compliance import ComplianceTest, get_test
 from .compliance import run as compliance_run
 from .config import ConfigRequest, RunConfig, load_config
-from .errors import BackendUnavailable, ConfigError, SuiteError
+from .errors import ConfigError, SuiteError
 from .logs import DETAIL_LOG, parse_detail_log
 from .models import ModelCard, ModelIdentity, check_model, load_card
 from .paths import Paths, find_paths
@@ -66,10 +66,8 @@ def prepare(request: ConfigRequest, paths: Paths | None = None, *,
     config, rules = load_config(request, paths)
     card = load_card(paths, config.benchmark).with_model_path(config.data.model_path)
     model = check_model(card)
-    reason = backends.backend_class(config.backend).unavailable_reason()
-    if reason is not None:
-        raise BackendUnavailable(f"backend '{config.backend}' is not available: {reason}")
-    backends.parse_options(config.backend, config.backend_options)
+    # Missing packages, GPU or driver fail here, before a run directory or LoadGen.
+    backends.ensure_available(config.backend, config.backend_options)
     return config, rules, card, model, paths
 
 

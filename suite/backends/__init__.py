@@ -26,12 +26,15 @@ __all__ = [
     "BackendStatus",
     "backend_class",
     "create",
+    "ensure_available",
     "list_backends",
 ]
 
 BUILTIN: dict[str, str] = {
     "null": "suite.backends.null:NullBackend",
     "onnxruntime": "suite.backends.onnxruntime:OnnxRuntimeBackend",
+    "torch": "suite.backends.pytorch:TorchBackend",
+    "tensorrt": "suite.backends.trt:TensorRTBackend",
 }
 
 
@@ -82,11 +85,25 @@ def create(name: str, options: dict[str, Any] | None = None) -> BackendBase:
         backend = create("onnxruntime", {"intra_op_threads": 1})
         info = backend.load(card, max_batch_size=64)
     """
+    options_model = ensure_available(name, options or {})
+    return backend_class(name)(options_model)
+
+
+def ensure_available(name: str, options: dict[str, Any]) -> BackendOptions:
+    """Validated options, or ``BackendUnavailable`` saying what is missing and how to fix it.
+
+    Checks the backend's packages and hardware, then what its options need (a CUDA
+    device, a GPU execution provider); imports no framework, so it runs before any run.
+    """
     cls = backend_class(name)
     reason = cls.unavailable_reason()
     if reason is not None:
         raise BackendUnavailable(f"backend '{name}' is not available: {reason}")
-    return cls(parse_options(name, options or {}))
+    parsed = parse_options(name, options)
+    problem = cls.options_problem(parsed)
+    if problem is not None:
+        raise BackendUnavailable(f"backend '{name}' cannot run with these options: {problem}")
+    return parsed
 
 
 @dataclass(frozen=True)

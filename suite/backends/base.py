@@ -4,12 +4,19 @@ A backend loads one model, predicts one batch at a time, and closes. It must be
 safe to call ``predict`` from several worker threads at once (onnxruntime sessions
 are) or say otherwise through ``BackendInfo.thread_safe``. Heavy frameworks are
 imported inside ``load``, never at module import, so ``import suite`` stays fast.
+
+Availability is decided here without importing any framework: ``find_spec`` for
+the packages, and the driver library and device nodes for an NVIDIA GPU.
 """
 
 from __future__ import annotations
 
+import ctypes.util
+import functools
 import importlib.util
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
@@ -53,6 +60,29 @@ class Backend(Protocol):
         ...
 
 
+@functools.cache
+def nvidia_gpu_problem() -> str | None:
+    """Why no NVIDIA GPU can be used here, or ``None`` if one can (imports nothing).
+
+    Checks the driver's user-space library (``libcuda``) and a device node, the two
+    things every CUDA framework needs, without initialising CUDA in this process.
+    """
+    has_driver = ctypes.util.find_library("cuda") is not None or any(
+        Path(d).glob("libcuda.so*") for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+                                              "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib")
+        if Path(d).is_dir()
+    )
+    has_device = any(Path("/dev").glob("nvidia[0-9]*")) or Path("/dev/dxg").exists()
+    if not has_driver and not has_device:
+        smi = "" if shutil.which("nvidia-smi") is None else " (nvidia-smi exists but finds none)"
+        return f"no NVIDIA GPU: no driver library libcuda.so and no /dev/nvidia* device{smi}"
+    if not has_driver:
+        return "NVIDIA driver missing: /dev/nvidia* exists but libcuda.so was not found"
+    if not has_device:
+        return "no NVIDIA GPU: the driver library is installed but there is no /dev/nvidia* device"
+    return None
+
+
 class BackendBase:
     """Convenience base: options handling, availability check, context manager."""
 
@@ -64,20 +94,42 @@ class BackendBase:
     requires: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: The pip extra that installs ``requires``.
     extra: ClassVar[str] = ""
+    #: The exact command that installs ``requires``; default: the extra, or pip names.
+    install: ClassVar[str] = ""
+    #: Whether the backend needs an NVIDIA GPU whatever its options.
+    requires_gpu: ClassVar[bool] = False
 
     def __init__(self, options: BackendOptions | None = None) -> None:
         self.options = options if options is not None else self.Options()
 
     @classmethod
+    def install_command(cls, missing: list[str]) -> str:
+        if cls.install:
+            return cls.install
+        if cls.extra:
+            return f"pip install -e '.[{cls.extra}]'"
+        return "pip install " + " ".join(missing)
+
+    @classmethod
     def unavailable_reason(cls) -> str | None:
         """Why this backend cannot run here, or ``None`` if it can (imports nothing)."""
         missing = [req for module, req in cls.requires if importlib.util.find_spec(module) is None]
-        if not missing:
-            return None
-        install = f"pip install -e '.[{cls.extra}]'" if cls.extra else "pip install " + " ".join(
-            missing
-        )
-        return f"missing package(s) {', '.join(missing)}: install with `{install}`"
+        reasons = []
+        if missing:
+            reasons.append(f"missing package(s) {', '.join(missing)}: install with "
+                           f"`{cls.install_command(missing)}`")
+        if cls.requires_gpu and (gpu := nvidia_gpu_problem()) is not None:
+            reasons.append(gpu)
+        return "; ".join(reasons) or None
+
+    @classmethod
+    def options_problem(cls, options: BackendOptions) -> str | None:
+        """Why these options cannot run here (e.g. a CUDA device without a GPU), or ``None``.
+
+        Like ``unavailable_reason`` it must import nothing heavy: it runs before any
+        run directory exists.
+        """
+        return None
 
     def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
         """Load the card's model, ready for batches of up to ``max_batch_size``."""

@@ -1,34 +1,87 @@
-"""The onnxruntime backend (CPU execution provider).
+"""The onnxruntime backend: the card's ONNX file on the configured execution providers.
+
+Execution providers are given in priority order (onnxruntime places each node on
+the first one that supports it), each with its own provider options. A requested
+provider that this onnxruntime build lacks, or that fails to initialise and is
+silently dropped by onnxruntime, fails the load: a result must never measure the CPU
+when the configuration says GPU.
 
 onnxruntime releases the GIL inside ``InferenceSession.run``, so several harness
-worker threads can share one session. Its thread pools are sized from the options,
-so they do not fight the harness's own threads for the cores.
+worker threads share one session. Its thread pools are sized from the options, so
+they do not fight the harness's own threads for the cores. On a GPU provider, IO
+binding (one binding per call, so threads never share one) puts the output on the
+device and copies it back once, instead of letting ``run`` allocate per call.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from ..errors import BackendError
-from .base import BackendBase, BackendInfo, BackendOptions
+from ..errors import BackendError, BackendUnavailable
+from .base import BackendBase, BackendInfo, BackendOptions, nvidia_gpu_problem
 
 if TYPE_CHECKING:
     from ..models import ModelCard
     from ..types import Batch, Outputs
 
+Provider = Literal["CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider"]
+_GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
+_GPU_INSTALL = "pip uninstall -y onnxruntime && pip install onnxruntime-gpu"
+
 
 class OnnxRuntimeOptions(BackendOptions):
     """``[backend.onnxruntime]`` options."""
 
+    providers: tuple[Provider, ...] = Field(
+        default=("CPUExecutionProvider",), min_length=1,
+        description="execution providers in priority order, e.g. "
+        "['TensorrtExecutionProvider', 'CUDAExecutionProvider', 'CPUExecutionProvider']")
+    # A list of strings, not a table: config layers flatten tables into dotted keys.
+    provider_options: tuple[str, ...] = Field(
+        default=(), description="'Provider:key=value' strings passed to that provider, e.g. "
+        "['CUDAExecutionProvider:cudnn_conv_algo_search=HEURISTIC', "
+        "'TensorrtExecutionProvider:trt_fp16_enable=True']")
     intra_op_threads: int = Field(default=0, ge=0, description="0: onnxruntime decides")
     inter_op_threads: int = Field(default=0, ge=0, description="0: onnxruntime decides")
-    graph_optimization_level: Literal["disable", "basic", "extended", "all"] = "all"
+    graph_optimization_level: Literal["disable", "basic", "extended", "all"] = Field(
+        default="all", description="onnxruntime graph optimizations applied at load")
+    io_binding: Literal["auto", "on", "off"] = Field(
+        default="auto", description="bind the output to the GPU and copy it back once; "
+        "auto: on when the first provider is a GPU one")
+    device_id: int = Field(default=0, ge=0, description="GPU index for GPU providers and "
+                           "IO binding (also passed as their device_id unless set there)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OnnxRuntimeOptions:
+        for item in self.provider_options:
+            provider, _, setting = item.partition(":")
+            if provider not in self.providers or "=" not in setting:
+                raise ValueError(f"provider_options entry {item!r}: expected "
+                                 "'Provider:key=value' for a provider listed in providers")
+        if self.io_binding == "on" and self.providers[0] not in _GPU_PROVIDERS:
+            raise ValueError("io_binding = 'on' needs a GPU provider first in providers")
+        return self
+
+    def settings_of(self, provider: str) -> dict[str, str]:
+        """The ``provider_options`` entries for one provider as onnxruntime takes them."""
+        chosen = {}
+        for item in self.provider_options:
+            name, _, setting = item.partition(":")
+            if name == provider:
+                key, _, value = setting.partition("=")
+                chosen[key.strip()] = value.strip()
+        return chosen
+
+    @property
+    def uses_gpu(self) -> bool:
+        return any(p in _GPU_PROVIDERS for p in self.providers)
 
 
 class OnnxRuntimeBackend(BackendBase):
-    """Runs the card's ONNX file with onnxruntime on the CPU."""
+    """Runs the card's ONNX file with onnxruntime; see the module docstring."""
 
     name = "onnxruntime"
     Options = OnnxRuntimeOptions
@@ -36,15 +89,48 @@ class OnnxRuntimeBackend(BackendBase):
 
     def __init__(self, options: BackendOptions | None = None) -> None:
         super().__init__(options)
+        assert isinstance(self.options, OnnxRuntimeOptions)
+        self.opts: OnnxRuntimeOptions = self.options
         self._session: Any = None
         self._input = ""
         self._output = ""
+        self._bind = False
+
+    @classmethod
+    def options_problem(cls, options: BackendOptions) -> str | None:
+        assert isinstance(options, OnnxRuntimeOptions)
+        if not options.uses_gpu:
+            return None
+        if (gpu := nvidia_gpu_problem()) is not None:
+            return f"providers {list(options.providers)} cannot run here: {gpu}"
+        try:
+            importlib.metadata.version("onnxruntime-gpu")
+        except importlib.metadata.PackageNotFoundError:
+            return f"GPU execution providers need onnxruntime-gpu: `{_GPU_INSTALL}`"
+        return None
+
+    def _providers(self) -> list[tuple[str, dict[str, Any]]]:
+        opts = self.opts
+        chosen: list[tuple[str, dict[str, Any]]] = []
+        for provider in opts.providers:
+            settings: dict[str, Any] = opts.settings_of(provider)
+            if provider in _GPU_PROVIDERS:
+                settings.setdefault("device_id", str(opts.device_id))
+            if provider == "CUDAExecutionProvider":
+                # TF32 is on by default for CUDA convolutions; the model is fp32.
+                settings.setdefault("use_tf32", "0")
+            chosen.append((provider, settings))
+        return chosen
 
     def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
         import onnxruntime as ort  # lazy: keeps `import suite` light
 
-        opts = self.options
-        assert isinstance(opts, OnnxRuntimeOptions)
+        opts = self.opts
+        missing = [p for p in opts.providers if p not in ort.get_available_providers()]
+        if missing:
+            raise BackendUnavailable(
+                f"onnxruntime {ort.__version__} here lacks {missing} (it has "
+                f"{ort.get_available_providers()})", hint=f"for GPU providers: `{_GPU_INSTALL}`")
         levels = {
             "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
             "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -55,28 +141,48 @@ class OnnxRuntimeBackend(BackendBase):
         session_options.intra_op_num_threads = opts.intra_op_threads
         session_options.inter_op_num_threads = opts.inter_op_threads
         session_options.graph_optimization_level = levels[opts.graph_optimization_level]
+        providers = self._providers()
         try:
             self._session = ort.InferenceSession(
                 str(card.onnx_path), sess_options=session_options,
-                providers=["CPUExecutionProvider"],
+                providers=[name for name, _ in providers],
+                provider_options=[settings for _, settings in providers],
             )
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise BackendError(f"onnxruntime could not load {card.onnx_path}: {exc}") from exc
+        active = self._session.get_providers()
+        dropped = [p for p in opts.providers if p not in active]
+        if dropped:
+            # onnxruntime only warns when a provider fails to initialise (missing CUDA
+            # or cuDNN libraries) and carries on with the rest.
+            raise BackendError(f"onnxruntime could not initialise {dropped} (active: {active})",
+                               hint="check the CUDA, cuDNN and TensorRT libraries onnxruntime "
+                               "needs; see its log above")
         self._input = card.input.name
         self._output = card.output.name
+        self._bind = opts.io_binding == "on" or (
+            opts.io_binding == "auto" and opts.providers[0] in _GPU_PROVIDERS)
         return BackendInfo(
             name=self.name,
             version=ort.__version__,
-            device="cpu",
+            device=f"cuda:{opts.device_id}" if opts.uses_gpu else "cpu",
             details={
-                "providers": ",".join(self._session.get_providers()),
+                "providers": ",".join(active),
                 "intra_op_threads": str(opts.intra_op_threads),
                 "inter_op_threads": str(opts.inter_op_threads),
                 "graph_optimization_level": opts.graph_optimization_level,
+                "io_binding": str(self._bind),
             },
         )
 
     def predict(self, batch: Batch) -> Outputs:
+        if self._bind:
+            binding = self._session.io_binding()
+            binding.bind_cpu_input(self._input, batch)
+            binding.bind_output(self._output, "cuda", self.opts.device_id)
+            self._session.run_with_iobinding(binding)
+            bound: Outputs = binding.copy_outputs_to_cpu()[0]
+            return bound
         outputs: Outputs = self._session.run([self._output], {self._input: batch})[0]
         return outputs
 

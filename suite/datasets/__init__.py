@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
+
+import numpy.typing as npt
 
 from ..config import DataConfig
 from ..errors import DatasetError
@@ -10,7 +13,7 @@ from ..models import ModelCard
 from .base import InMemoryDataset
 from .cache import CacheProgress
 
-__all__ = ["InMemoryDataset", "create"]
+__all__ = ["InMemoryDataset", "calibration_set", "create"]
 
 
 #: The model card's ``[dataset] name`` -> ``"module:Class"``; imported on use.
@@ -43,3 +46,18 @@ def create(card: ModelCard, data: DataConfig | None = None,
     cls = getattr(importlib.import_module(module_name), class_name)
     dataset: InMemoryDataset = cls(card, data or DataConfig(), progress)
     return dataset
+
+
+def calibration_set(card: ModelCard, count: int) -> npt.NDArray[Any]:
+    """Up to ``count`` preprocessed samples for INT8 calibration, never from the scored split.
+
+    A dataset module offers one by defining ``calibration_split(card)``.
+    """
+    spec = REGISTRY.get(card.dataset.name, "")
+    module = importlib.import_module(spec.partition(":")[0]) if spec else None
+    split = getattr(module, "calibration_split", None)
+    if split is None:
+        raise DatasetError(f"dataset '{card.dataset.name}' defines no calibration set",
+                           hint="INT8 needs one; use precision fp16 or fp32")
+    samples: npt.NDArray[Any] = split(card)[:count]
+    return samples

@@ -22,6 +22,16 @@ from .base import InMemoryDataset
 
 def validation_split(card: ModelCard) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
     """The preprocessed validation images and labels the card defines."""
+    return _split(card, validation=True)
+
+
+def calibration_split(card: ModelCard) -> npt.NDArray[np.float32]:
+    """INT8 calibration samples: the training split, so the scored samples stay unseen."""
+    return _split(card, validation=False)[0]
+
+
+def _split(card: ModelCard, validation: bool
+           ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
     from sklearn.datasets import load_digits  # lazy: sklearn is slow to import
 
     spec = card.dataset.model_dump()
@@ -37,7 +47,7 @@ def validation_split(card: ModelCard) -> tuple[npt.NDArray[np.float32], npt.NDAr
             f"{spec['total_samples']}",
             hint="install a scikit-learn whose load_digits matches the card",
         )
-    chosen = np.arange(len(digits.images)) % modulus == remainder
+    chosen = (np.arange(len(digits.images)) % modulus == remainder) == validation
     images = (digits.images[chosen].astype(np.float32) / np.float32(scale))
     images = images.reshape(-1, *card.input.sample_shape)
     return np.ascontiguousarray(images), digits.target[chosen].astype(np.int64)

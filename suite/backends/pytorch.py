@@ -1,0 +1,309 @@
+"""The PyTorch backend: the model card's ``nn.Module`` and state dict, eager or compiled.
+
+The card names the module as ``model.py:Class`` beside the ONNX file and the state
+dict with its sha256; both are verified before anything is loaded, and the loaded
+weights are hashed again against ``weights_sha256``, the hash ``train.py`` computed
+from the ONNX file's initializers. So this backend provably runs the same weights
+as onnxruntime.
+
+Threads: ``predict`` is called from several SUT worker threads at once. Eager and
+compiled forwards run concurrently (torch releases the GIL inside its ops, and the
+module is only read under ``torch.inference_mode()``); per-thread state (pinned
+staging buffer, CUDA streams) lives in a ``threading.local``. Only a CUDA-graph
+replay takes a lock, because a graph's static input and output tensors are shared.
+
+Warm-up: ``load`` runs every shape the run can produce through ``torch.compile``
+(batch 1 is specialised, 2 and above share one dynamic graph) and captures the CUDA
+graphs, so neither lands inside LoadGen's measured run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from ..errors import BackendError, ModelError
+from ..models import sha256_file
+from .base import BackendBase, BackendInfo, BackendOptions, nvidia_gpu_problem
+
+if TYPE_CHECKING:
+    from ..models import ModelCard
+    from ..types import Batch, Outputs
+
+_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+class TorchOptions(BackendOptions):
+    """``[backend.torch]`` options."""
+
+    device: str = Field(default="cpu", pattern=r"^(cpu|cuda(:\d+)?)$",
+                        description="'cpu', 'cuda' or 'cuda:N'")
+    dtype: Literal["fp32", "fp16", "bf16"] = Field(
+        default="fp32", description="weights and compute precision; inputs are cast to it "
+        "and outputs returned as float32")
+    compile: bool = Field(default=False, description="wrap the model in torch.compile "
+                          "(compiled during load, before LoadGen starts)")
+    compile_mode: Literal["default", "reduce-overhead", "max-autotune",
+                          "max-autotune-no-cudagraphs"] = Field(
+        default="default", description="torch.compile mode; 'reduce-overhead' uses CUDA graphs")
+    cuda_graphs: bool = Field(default=False, description="capture one CUDA graph per batch "
+                              "size in cuda_graph_batch_sizes; a batch is padded to the next one")
+    cuda_graph_batch_sizes: tuple[int, ...] = Field(
+        default=(), description="batch sizes to capture; empty: powers of two up to, and "
+        "including, sut.max_batch_size")
+    channels_last: bool = Field(default=False, description="NHWC memory format for 4-D "
+                                "inputs and the model's weights")
+    pin_memory: bool = Field(default=True, description="CUDA: stage inputs in page-locked "
+                             "host memory so the host-to-device copy is asynchronous")
+    copy_stream: bool = Field(default=True, description="CUDA: copy inputs on a separate "
+                              "stream per worker thread, overlapping compute")
+    num_threads: int = Field(default=1, ge=0, description="torch.set_num_threads for CPU ops; "
+                             "0: torch decides. Keep workers x num_threads <= cores")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TorchOptions:
+        if self.cuda_graphs and not self.device.startswith("cuda"):
+            raise ValueError("cuda_graphs needs device 'cuda' or 'cuda:N'")
+        if self.cuda_graphs and self.compile:
+            raise ValueError("cuda_graphs and compile exclude each other; use "
+                             "compile_mode = 'reduce-overhead' for CUDA graphs under torch.compile")
+        if any(size < 1 for size in self.cuda_graph_batch_sizes):
+            raise ValueError("cuda_graph_batch_sizes must be positive")
+        return self
+
+
+def _load_module_class(card: ModelCard) -> Any:
+    """``card.model.torch_module`` (``file.py:Class``), imported by file path."""
+    spec_text = card.model.torch_module
+    if not spec_text or ":" not in spec_text:
+        raise ModelError(f"{card.card_path}: [model] torch_module must name 'file.py:Class'",
+                         hint="the torch backend needs the module definition beside the ONNX file")
+    file_name, class_name = spec_text.split(":", 1)
+    path = card.directory / file_name
+    if not path.is_file():
+        raise ModelError(f"torch module file {path} is missing (named by {card.card_path})")
+    # A private module name: two cards may both ship a model.py.
+    module_name = f"_suite_model_{card.name}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ModelError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look the module up here
+    try:
+        spec.loader.exec_module(module)
+        return getattr(module, class_name)
+    except Exception as exc:  # the file is user code: any error means "cannot load"
+        raise ModelError(f"cannot load {spec_text} from {path}: {exc!r}") from exc
+
+
+def _verified_state_dict_path(card: ModelCard) -> Path:
+    name, expected = card.model.torch_state_dict, card.model.torch_state_dict_sha256
+    if not name or not expected:
+        raise ModelError(f"{card.card_path}: [model] needs torch_state_dict and "
+                         "torch_state_dict_sha256 for the torch backend")
+    path = card.directory / name
+    if not path.is_file():
+        raise ModelError(f"state dict {path} is missing (named by {card.card_path})",
+                         hint="restore it from git, or retrain with the benchmark's train.py")
+    actual = sha256_file(path)
+    if actual != expected:
+        raise ModelError(
+            f"state dict {path} does not match its model card {card.card_path}: "
+            f"sha256 {actual} != expected {expected}",
+            hint="restore the original (git checkout -- <file>); a retrained model needs "
+            "new hashes in the card, written by train.py",
+        )
+    return path
+
+
+def weights_sha256(state: dict[str, Any]) -> str:
+    """The card's ``weights_sha256``: every tensor as float32 little-endian, in order."""
+    digest = hashlib.sha256()
+    for tensor in state.values():
+        array = tensor.detach().cpu().float().numpy()
+        digest.update(np.ascontiguousarray(array, dtype="<f4").tobytes())
+    return digest.hexdigest()
+
+
+class TorchBackend(BackendBase):
+    """Runs the card's PyTorch module; see the module docstring."""
+
+    name = "torch"
+    Options = TorchOptions
+    requires = (("torch", "torch"),)
+    extra = "torch"
+    # A bare `pip install torch` pulls a multi-GB CUDA build on CPU machines.
+    install = ("pip install torch==2.13.0 (CPU; on a GPU machine the CUDA build from "
+               "https://pytorch.org/get-started/locally/), then pip install -e '.[torch]'")
+
+    def __init__(self, options: BackendOptions | None = None) -> None:
+        super().__init__(options)
+        assert isinstance(self.options, TorchOptions)
+        self.opts: TorchOptions = self.options
+        self._torch: Any = None
+        self._forward: Any = None
+        self._dtype: Any = None
+        self._device: Any = None
+        self._local = threading.local()
+        self._graphs: dict[int, tuple[Any, Any, Any, threading.Lock]] = {}
+        self._max_batch = 0
+        self._sample_shape: tuple[int, ...] = ()
+
+    @classmethod
+    def options_problem(cls, options: BackendOptions) -> str | None:
+        assert isinstance(options, TorchOptions)
+        if options.device.startswith("cuda") and (gpu := nvidia_gpu_problem()) is not None:
+            return f"device '{options.device}' cannot be used: {gpu}"
+        return None
+
+    # -- loading ---------------------------------------------------------------------
+
+    def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
+        import torch  # lazy: keeps `import suite` light
+
+        self._torch, opts = torch, self.opts
+        module_cls = _load_module_class(card)
+        state = torch.load(_verified_state_dict_path(card), map_location="cpu",
+                           weights_only=True)
+        if card.model.weights_sha256 and weights_sha256(state) != card.model.weights_sha256:
+            raise ModelError(f"the weights in {card.model.torch_state_dict} differ from "
+                             f"weights_sha256 in {card.card_path}, the hash of the ONNX file's")
+        if opts.num_threads:
+            torch.set_num_threads(opts.num_threads)
+        try:
+            model = module_cls()
+            model.load_state_dict(state)
+            model.eval()
+            self._device = torch.device(opts.device)
+            if self._device.type == "cuda" and not torch.cuda.is_available():
+                raise BackendError(f"torch {torch.__version__} cannot use CUDA here (CPU "
+                                   "build, or no usable GPU)",
+                                   hint="install the CUDA build of torch, or use device 'cpu'")
+            self._dtype = getattr(torch, _DTYPES[opts.dtype])
+            if self._device.type == "cuda" and opts.dtype == "fp32":
+                # cuDNN convolutions default to TF32 on Ampere and later: fp32 means fp32.
+                torch.backends.cudnn.allow_tf32 = False
+                torch.backends.cuda.matmul.allow_tf32 = False
+            model = model.to(device=self._device, dtype=self._dtype)
+            if opts.channels_last:
+                model = model.to(memory_format=torch.channels_last)
+            self._forward = (torch.compile(model, mode=opts.compile_mode, dynamic=True)
+                             if opts.compile else model)
+        except BackendError:
+            raise
+        except Exception as exc:  # torch raises plain RuntimeErrors
+            raise BackendError(f"torch could not load {card.model.torch_module}: {exc}") from exc
+        self._max_batch = max_batch_size
+        self._sample_shape = card.input.sample_shape
+        self._warm_up(model)
+        return BackendInfo(
+            name=self.name, version=torch.__version__, device=str(self._device),
+            thread_safe=True,
+            details={
+                "dtype": opts.dtype, "compile": str(opts.compile),
+                "compile_mode": opts.compile_mode if opts.compile else "-",
+                "cuda_graphs": ",".join(map(str, sorted(self._graphs))) or "-",
+                "channels_last": str(opts.channels_last),
+                "num_threads": str(torch.get_num_threads()),
+                "threading": "concurrent predict; CUDA-graph replays hold a per-graph lock",
+            },
+        )
+
+    def _warm_up(self, model: Any) -> None:
+        """Compile every shape class and capture CUDA graphs now, not under LoadGen."""
+        sizes = {1, min(2, self._max_batch), min(3, self._max_batch), self._max_batch}
+        if (self.opts.compile and self._device.type == "cuda"
+                and self.opts.compile_mode in ("reduce-overhead", "max-autotune")):
+            # These modes record a CUDA graph per distinct batch size.
+            sizes = set(range(1, self._max_batch + 1))
+        for size in sorted(sizes):
+            self.predict(np.zeros((size, *self._sample_shape), dtype=np.float32))
+        if self.opts.cuda_graphs:
+            self._capture_graphs(model)
+
+    def _capture_graphs(self, model: Any) -> None:
+        torch = self._torch
+        sizes = self.opts.cuda_graph_batch_sizes or tuple(
+            sorted({2 ** k for k in range(self._max_batch.bit_length())
+                    if 2 ** k <= self._max_batch} | {self._max_batch}))
+        side = torch.cuda.Stream(self._device)
+        with torch.inference_mode():
+            for size in sorted(set(sizes)):
+                static_in = self._to_model(torch.zeros((size, *self._sample_shape),
+                                                       device=self._device))
+                # The documented recipe: warm up on a side stream, then capture.
+                side.wait_stream(torch.cuda.current_stream(self._device))
+                with torch.cuda.stream(side):
+                    for _ in range(3):
+                        model(static_in)
+                torch.cuda.current_stream(self._device).wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_out = model(static_in)
+                self._graphs[size] = (graph, static_in, static_out, threading.Lock())
+        torch.cuda.synchronize(self._device)
+
+    # -- predicting ------------------------------------------------------------------
+
+    def _to_model(self, x: Any) -> Any:
+        x = x.to(self._dtype)
+        if self.opts.channels_last and x.dim() == 4:
+            x = x.contiguous(memory_format=self._torch.channels_last)
+        return x
+
+    def predict(self, batch: Batch) -> Outputs:
+        torch = self._torch
+        with torch.inference_mode():
+            if self._device.type == "cuda":
+                return self._predict_cuda(batch)
+            logits = self._forward(self._to_model(torch.from_numpy(batch)))
+            result: Outputs = logits.float().numpy()
+            return result
+
+    def _thread_state(self) -> Any:
+        local = self._local
+        if not hasattr(local, "compute"):
+            torch = self._torch
+            local.compute = torch.cuda.Stream(self._device)
+            local.copy = torch.cuda.Stream(self._device) if self.opts.copy_stream else None
+            local.pinned = (torch.empty((self._max_batch, *self._sample_shape),
+                                        dtype=torch.float32).pin_memory()
+                            if self.opts.pin_memory else None)
+        return local
+
+    def _predict_cuda(self, batch: Batch) -> Outputs:
+        torch, n = self._torch, len(batch)
+        local = self._thread_state()
+        host = torch.from_numpy(batch)
+        if local.pinned is not None and n <= self._max_batch:
+            # Safe to reuse per thread: the blocking copy back below orders the next call.
+            host = local.pinned[:n].copy_(host)
+        copy_stream = local.copy or local.compute
+        with torch.cuda.stream(copy_stream):
+            x = host.to(self._device, non_blocking=local.pinned is not None)
+        with torch.cuda.stream(local.compute):
+            if copy_stream is not local.compute:
+                local.compute.wait_stream(copy_stream)
+                x.record_stream(local.compute)  # x was allocated on the copy stream
+            x = self._to_model(x)
+            size = min((s for s in self._graphs if s >= n), default=0)
+            if size:
+                graph, static_in, static_out, lock = self._graphs[size]
+                with lock:
+                    static_in[:n].copy_(x)
+                    graph.replay()
+                    result: Outputs = static_out[:n].float().cpu().numpy()
+                return result
+            result = self._forward(x).float().cpu().numpy()
+            return result
+
+    def close(self) -> None:
+        self._forward = None
+        self._graphs.clear()
