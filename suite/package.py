@@ -54,7 +54,8 @@ def select_runs(runs_dir: Path, rules: RuleSet, *, unofficial: bool) -> Selectio
             if runs_dir.is_dir() else []:
         why, candidate = _candidate(run_dir, rules, unofficial)
         if candidate is None:
-            selection.refused.append(f"{run_dir.name}: {why}")
+            if why:
+                selection.refused.append(f"{run_dir.name}: {why}")
             continue
         if why:
             selection.refused.append(f"{run_dir.name}: {why} (packaged anyway: --unofficial)")
@@ -73,7 +74,7 @@ def _candidate(run_dir: Path, rules: RuleSet, unofficial: bool) -> tuple[str, Ca
     except (OSError, ValueError) as exc:
         return f"no usable result.json ({exc})", None
     if run.compliance is not None:
-        return f"a {run.compliance.test} compliance run (packaged with its reference run)", None
+        return "", None  # not a candidate: packaged as its reference run's TESTxx/
     modes = {t.mode: t for t in run.tests}
     perf = modes.get("performance")
     if perf is None or "accuracy" not in modes:

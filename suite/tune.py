@@ -6,8 +6,8 @@ a confirming run last, and write them where ``suite run`` picks them up.
 * SingleStream/MultiStream: ``expected_latency_ms`` = the mean latency of a VALID probe
   (too high a hint makes LoadGen run out of generated queries).
 * Server: for each candidate ``max_batch_size``, ``max_wait_us`` is derived from the
-  latency bound and the batch latency measured on the backend (half the bound minus
-  one batch), then a bisection finds the highest ``target_qps`` that stays VALID
+  latency bound and the batch latency measured on the backend (``sut.derive_max_wait_s``),
+  then a bisection finds the highest ``target_qps`` that stays VALID
   (latency percentile and early stopping both count; a probe is long enough for
   early stopping's 459 queries). The best pair wins.
 
@@ -37,6 +37,7 @@ from .config import ConfigRequest, default_system_name, tuned_settings_path
 from .paths import Paths
 from .results import Status
 from .scenarios import Scenario
+from .sut import derive_max_wait_s
 
 
 @dataclass(frozen=True)
@@ -187,10 +188,10 @@ class Tuner:
         best: tuple[float, int, int] | None = None
         for batch in batch_sizes:
             batch_us = self._batch_latency_us(batch)
-            wait_us = max(0, int(bound_us / 2 - batch_us))
+            wait_us = int(derive_max_wait_s(bound_us / 1e6, batch_us / 1e6) * 1e6)
             self.say(f"  server batch {batch}: measured batch latency {batch_us:.0f} us -> "
-                     f"max_wait_us {wait_us} (half the {bound_us / 1000:g} ms bound minus one "
-                     "batch)")
+                     f"max_wait_us {wait_us} (a quarter of the {bound_us / 1000:g} ms bound "
+                     "less two batches)")
             sets = {"sut.max_batch_size": batch, "sut.max_wait_us": wait_us}
             # Halve from the Offline rate until a rate is VALID, then bisect upwards.
             lo, hi, rate = 0.0, offline_rate, offline_rate / 2
@@ -212,7 +213,7 @@ class Tuner:
         self._choose("server", "sut.max_batch_size", batch,
                      f"highest VALID rate among batch sizes {batch_sizes}")
         self._choose("server", "sut.max_wait_us", wait_us,
-                     "half the latency bound minus the measured batch latency")
+                     "a quarter of the latency bound less two measured batches")
         return qps
 
     def _server_probe(self, rate: float, sets: dict[str, Any]) -> ProbeResult:

@@ -141,19 +141,26 @@ def _as_full_length_run(run: Path) -> None:
                        "result_99.00_percentile_latency_ns": 2_000_000})
     summary = run / "performance/mlperf_log_summary.txt"
     summary.write_text(summary.read_text().replace("Result is : INVALID", "Result is : VALID"))
+    # A passing compliance run of each test, as `suite run --compliance` leaves it.
     for test, files in (("TEST01", ("verify_accuracy.txt", "verify_performance.txt")),
                         ("TEST04", ("verify_performance.txt",))):
-        (run / "compliance" / test / "performance/run_1").mkdir(parents=True)
-        (run / "compliance" / test / "performance/run_1/mlperf_log_detail.txt").write_bytes(
-            log.read_bytes())
+        comp = run.parent / f"{run.name}_{test}"
+        (comp / "performance").mkdir(parents=True)
+        for name in ("mlperf_log_detail.txt", "mlperf_log_summary.txt"):
+            shutil.copyfile(run / "performance" / name, comp / "performance" / name)
         for name in files:
-            (run / "compliance" / test / name).write_text("TEST PASS\n")
+            (comp / name).write_text("TEST PASS\n")
+        (comp / "result.json").write_text(json.dumps({
+            **result, "run_id": comp.name, "run_dir": str(comp), "mode": test,
+            "compliance": {"test": test, "reference_run": str(run), "passed": True,
+                           "verdicts": {name: "TEST PASS" for name in files},
+                           "evidence": {}, "attempt": 1, "previous_attempts": []}}))
 
 
 def test_official_packaging_of_valid_runs(built: Built, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     shutil.copytree(built.runs, runs)
-    for run in runs.iterdir():
+    for run in list(runs.iterdir()):
         _as_full_length_run(run)
     out = tmp_path / "out"
     done = run_cli("package", "--submitter", "ORG", "--system", "box", "--runs-dir", str(runs),

@@ -178,7 +178,7 @@ def test_server_wait_is_derived_from_the_bound_and_the_batch_latency() -> None:
     sut.warmup()
     batch_us = sut.derived["batch_latency_us"]
     assert batch_us >= 2000  # the backend sleeps 2 ms per batch
-    assert sut.derived["max_wait_us"] == pytest.approx(5000 - batch_us, abs=1)
+    assert sut.derived["max_wait_us"] == pytest.approx((10_000 - 2 * batch_us) / 4, abs=1)
     assert sut.max_wait_s == pytest.approx(sut.derived["max_wait_us"] / 1e6, abs=1e-6)
 
 
