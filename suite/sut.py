@@ -7,7 +7,8 @@ One dispatch strategy per scenario:
 * Offline: ``SPLIT``: the one big query is cut into ``max_batch_size`` chunks on a
   queue that ``workers`` threads drain (the backend releases the GIL).
 * Server: ``DYNAMIC``: each arriving query goes on a queue; a worker takes the first,
-  then adds more until ``max_batch_size`` samples or ``max_wait_us`` have passed.
+  then adds more until ``max_batch_size`` samples or its current wait have passed; the
+  wait adapts to the load between 0 and ``max_wait_us``.
 
 Every issued sample is recorded in the ``InflightTable`` until it is completed, so
 no exception, hang or stop can leave LoadGen waiting: ``drain`` completes whatever
@@ -17,6 +18,7 @@ batch is completed, counted in ``FailureLog`` and ends the run as failed.
 
 from __future__ import annotations
 
+import collections
 import queue
 import threading
 import time
@@ -149,6 +151,8 @@ class SystemUnderTest:
         self.max_wait_s = max(config.max_wait_us, 0) / 1e6
         #: Values the SUT derived at warm-up (recorded in status.json).
         self.derived: dict[str, float] = {}
+        #: The wait each Server batch used (bounded: for tests and diagnosis).
+        self.waits: collections.deque[float] = collections.deque(maxlen=1000)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -290,6 +294,10 @@ class SystemUnderTest:
     def _dynamic_worker(self) -> None:
         max_batch = self.config.max_batch_size
         max_wait = self.max_wait_s
+        # The wait adapts to the load (halved after a batch under half full, doubled after
+        # a fuller one, never above max_wait): at light load waiting only adds latency, at
+        # heavy load it fills batches.
+        wait = max_wait
         buffer = self.dataset.new_buffer(max_batch)
         carry: Item | None = None
         stopping = False
@@ -299,7 +307,8 @@ class SystemUnderTest:
             if first is None:
                 return
             items, count = [first], len(first[1])
-            deadline = time.perf_counter() + max_wait
+            self.waits.append(wait)
+            deadline = time.perf_counter() + wait
             while count < max_batch:
                 remaining = deadline - time.perf_counter()
                 try:
@@ -315,6 +324,10 @@ class SystemUnderTest:
                     break
                 items.append(nxt)
                 count += len(nxt[1])
+            if 2 * count >= max_batch:
+                wait = min(max_wait, max(2 * wait, 50e-6))
+            else:
+                wait = wait / 2 if wait > 20e-6 else 0.0
             self._run_batch(items, buffer)
 
     def _watchdog(self) -> None:

@@ -182,6 +182,25 @@ def test_server_wait_is_derived_from_the_bound_and_the_batch_latency() -> None:
     assert sut.max_wait_s == pytest.approx(sut.derived["max_wait_us"] / 1e6, abs=1e-6)
 
 
+def test_server_wait_collapses_at_light_load_and_grows_under_load() -> None:
+    sut, done = make_sut(Scenario.SERVER, EchoBackend(), max_batch_size=4, max_wait_us=2000,
+                         workers=1)
+    sut.start()
+    for qid in range(12):  # sparse: one query at a time, far apart
+        sut.issue([qid + 1], [qid])
+        wait_for(lambda qid=qid: done.completed == qid + 1)
+        time.sleep(0.01)
+    assert sut.waits[0] == pytest.approx(0.002)
+    assert sut.waits[-1] == 0.0  # halved after every lone query, then none at all
+    backend = EchoBackend(delay=0.02)
+    sut.backend = backend
+    for qid in range(100, 140):  # a burst: batches fill, so the wait grows again
+        sut.issue([qid], [qid % 64])
+    wait_for(lambda: done.completed == 52)
+    sut.stop()
+    assert max(list(sut.waits)[12:]) > 0.0 and max(backend.batch_sizes) == 4
+
+
 @pytest.mark.parametrize("scenario", list(Scenario))
 def test_every_scenario_has_a_dispatch(scenario: Scenario) -> None:
     from suite.sut import DISPATCH
