@@ -19,6 +19,7 @@ batch is completed, counted in ``FailureLog`` and ends the run as failed.
 from __future__ import annotations
 
 import collections
+import contextlib
 import queue
 import threading
 import time
@@ -175,13 +176,21 @@ class SystemUnderTest:
                             "max_wait_us": round(self.max_wait_s * 1e6, 1)}
 
     def start(self) -> None:
-        """Start the worker threads (none for INLINE) and the watchdog."""
+        """Start the worker threads (none for INLINE) and the watchdog.
+
+        Each worker predicts a warm-up batch on its own thread before LoadGen starts:
+        frameworks keep per-thread state (torch.compile's guards, thread pools) whose
+        first use is slow and must not land inside the measured run.
+        """
         if self.dispatch is not Dispatch.INLINE:
             target = self._split_worker if self.dispatch is Dispatch.SPLIT else self._dynamic_worker
+            ready = threading.Barrier(self.config.workers + 1)
             for n in range(self.config.workers):
-                thread = threading.Thread(target=target, name=f"sut-worker-{n}", daemon=True)
+                thread = threading.Thread(target=self._warm_then, args=(target, ready),
+                                          name=f"sut-worker-{n}", daemon=True)
                 thread.start()
                 self._threads.append(thread)
+            ready.wait(timeout=max(60.0, self.config.watchdog_timeout_s))
         watchdog = threading.Thread(target=self._watchdog, name="sut-watchdog", daemon=True)
         watchdog.start()
 
@@ -273,6 +282,19 @@ class SystemUnderTest:
             if mine:
                 self.completer.complete(qids, responses[row:row + len(qids)])
             row += len(qids)
+
+    def _warm_then(self, work: Callable[[], None], ready: threading.Barrier) -> None:
+        try:
+            if self.config.warmup_batches:
+                for size in sorted({1, self.config.max_batch_size}):
+                    self.backend.predict(np.zeros_like(self._inline_buffer[:size]))
+        except Exception as exc:  # the measured run would fail the same way: say so now
+            self.failures.record("backend_error", f"warm-up predict failed: {exc!r}", 0,
+                                 traceback.format_exc())
+        finally:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                ready.wait()
+        work()
 
     def _next_item(self) -> Item | None:
         """Block for the next item, waking every 50 ms to look again.

@@ -6,11 +6,12 @@ weights are hashed again against ``weights_sha256``, the hash ``train.py`` compu
 from the ONNX file's initializers. So this backend provably runs the same weights
 as onnxruntime.
 
-Threads: ``predict`` is called from several SUT worker threads at once. Eager and
-compiled forwards run concurrently (torch releases the GIL inside its ops, and the
-module is only read under ``torch.inference_mode()``); per-thread state (pinned
-staging buffer, CUDA streams) lives in a ``threading.local``. Only a CUDA-graph
-replay takes a lock, because a graph's static input and output tensors are shared.
+Threads: ``predict`` is called from several SUT worker threads at once. Eager
+forwards run concurrently (torch releases the GIL inside its ops, and the module is
+only read under ``torch.inference_mode()``); per-thread state (pinned staging buffer,
+CUDA streams) lives in a ``threading.local``. Compiled forwards are serialised, because
+torch.compile's guards are not safe under concurrent calls (they recompiled mid-run),
+and a CUDA-graph replay takes a lock, because a graph's static tensors are shared.
 
 Warm-up: ``load`` runs every shape the run can produce through ``torch.compile``
 (batch 1 is specialised, 2 and above share one dynamic graph) and captures the CUDA
@@ -153,6 +154,11 @@ class TorchBackend(BackendBase):
         self._device: Any = None
         self._local = threading.local()
         self._graphs: dict[int, tuple[Any, Any, Any, threading.Lock]] = {}
+        # torch.compile's guards are not safe to evaluate from two threads at once: under
+        # concurrent calls torch 2.13 logged "Unexpected recompilation: runtime guards
+        # failed" and recompiled inside the measured run (a 350 ms stall). Compiled calls
+        # are serialised; eager ones run concurrently.
+        self._compiled_lock = threading.Lock()
         self._max_batch = 0
         self._sample_shape: tuple[int, ...] = ()
 
@@ -212,7 +218,9 @@ class TorchBackend(BackendBase):
                 "cuda_graphs": ",".join(map(str, sorted(self._graphs))) or "-",
                 "channels_last": str(opts.channels_last),
                 "num_threads": str(torch.get_num_threads()),
-                "threading": "concurrent predict; CUDA-graph replays hold a per-graph lock",
+                "threading": "compiled calls serialised (torch.compile guards are not "
+                             "thread-safe); eager calls concurrent; CUDA-graph replays hold a "
+                             "per-graph lock",
             },
         )
 
@@ -263,7 +271,12 @@ class TorchBackend(BackendBase):
         with torch.inference_mode():
             if self._device.type == "cuda":
                 return self._predict_cuda(batch)
-            logits = self._forward(self._to_model(torch.from_numpy(batch)))
+            inputs = self._to_model(torch.from_numpy(batch))
+            if self.opts.compile:
+                with self._compiled_lock:
+                    logits = self._forward(inputs)
+            else:
+                logits = self._forward(inputs)
             result: Outputs = logits.float().numpy()
             return result
 

@@ -18,15 +18,12 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ..models import sha256_file
+
+__all__ = ["ENVELOPE_NAME", "ArchiveContents", "read_archive", "sha256_file", "tree_files",
+           "write_archive"]
+
 ENVELOPE_NAME = "attestation.dsse.json"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def tree_files(root: Path) -> dict[str, Path]:
