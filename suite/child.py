@@ -152,6 +152,11 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
     # torch.compile heap stalled Server queries by 100-300 ms.
     gc.collect()
     gc.freeze()
+    if config.sut.switch_interval_us:
+        # LoadGen's issue thread needs the GIL for every query; with the default 5 ms
+        # switch interval a busy worker can hold it that long, which showed up as
+        # 5-10 ms Server tails at a few hundred QPS.
+        sys.setswitchinterval(config.sut.switch_interval_us / 1e6)
     started = time.monotonic()
     try:
         run_test(settings, test_dir, sut.issue, sut.flush, spec.qsl_total, spec.qsl_performance,

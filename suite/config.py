@@ -77,6 +77,9 @@ class SutConfig(_Section):
     watchdog_timeout_s: float = Field(default=60.0, gt=0, description="a batch older fails")
     drain_grace_s: float = Field(default=5.0, ge=0, description="wait for LoadGen after a stop")
     heartbeat_s: float = Field(default=0.25, gt=0)
+    switch_interval_us: int = Field(
+        default=0, ge=0, description="Python's GIL switch interval in the child (0: keep "
+        "the interpreter's 5000 us); shorter hands the GIL to LoadGen's issue thread sooner")
 
 
 class DataConfig(_Section):
