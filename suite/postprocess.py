@@ -33,7 +33,8 @@ def make_postprocess(card: ModelCard) -> tuple[Postprocess, np.dtype[Any]]:
     if spec.kind == "argmax":
 
         def argmax(outputs: Outputs) -> npt.NDArray[Any]:
-            classes = np.argmax(outputs, axis=1).astype(dtype, copy=False)
+            # The method, not np.argmax: the wrapper costs ~3 us per SingleStream query.
+            classes = outputs.argmax(axis=1).astype(dtype, copy=False)
             if offset:
                 classes += dtype.type(offset)
             return np.ascontiguousarray(classes)
