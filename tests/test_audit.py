@@ -21,9 +21,10 @@ SS = ["--scenario", "singlestream", "--quick", "--set", "loadgen.expected_latenc
 OFFLINE = ["--scenario", "offline", "--quick", "--set", "loadgen.min_duration_ms=3000",
            "--set", "loadgen.expected_qps=80000", "--set", "sut.max_batch_size=256",
            "--backend", STEADY]
-# Replays on a shared CI machine: a steady backend and a 25 % tolerance keep an honest
-# replay from failing by chance; the tampered claim below is off by 50 % (ratio 0.67).
-TOLERANCE = ["--tolerance", "0.25"]
+# Replays on a shared CI machine: a steady backend and a 35 % tolerance keep an honest
+# replay from failing by chance (a loaded VM was seen 25 % slower); the tampered claim
+# below is doubled (ratio 0.5).
+TOLERANCE = ["--tolerance", "0.35"]
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +100,7 @@ def test_inflated_throughput_fails_step_4(bundle: dict[str, Path], tmp_path: Pat
         for line in log.read_text().splitlines():
             if '"result_samples_per_second"' in line:
                 record = json.loads(line.removeprefix(":::MLLOG "))
-                record["value"] = record["value"] * 1.5
+                record["value"] = record["value"] * 2
                 line = ":::MLLOG " + json.dumps(record)
             lines.append(line)
         log.write_text("\n".join(lines) + "\n")
@@ -110,7 +111,7 @@ def test_inflated_throughput_fails_step_4(bundle: dict[str, Path], tmp_path: Pat
     assert code == 2
     [replay] = [c for c in report["checks"] if c["step"] == 4]
     assert not replay["passed"] and "replay / claim" in replay["evidence"][0]
-    assert float(replay["result"]) < 0.75
+    assert float(replay["result"]) < 0.65
 
 
 def test_a_different_local_model_is_refused(bundle: dict[str, Path], tmp_path: Path,
