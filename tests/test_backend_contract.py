@@ -281,9 +281,9 @@ def offline_rate(variant: Variant, loaded: dict[str, BackendBase], card: Any,
 SCENARIO_SETS = {
     # A low latency hint: LoadGen must not run out of pre-generated queries. 500 ms
     # still gives MultiStream its 662 queries (under 1 ms each) and SingleStream its 100.
-    "singlestream": ["--set", "loadgen.expected_latency_ms=0.02",
+    "singlestream": ["--set", "loadgen.expected_latency_ms=0.004",
                      "--set", "loadgen.min_duration_ms=500"],
-    "multistream": ["--set", "loadgen.expected_latency_ms=0.02",
+    "multistream": ["--set", "loadgen.expected_latency_ms=0.004",
                     "--set", "loadgen.min_duration_ms=500"],
     # ~5000 queries: early stopping needs >= 459 with no query over the 10 ms bound, and
     # tolerates about 0.6 % over it at this count; this shared 2-core VM stalls a few
