@@ -4,8 +4,8 @@ One dispatch strategy per scenario:
 
 * SingleStream, MultiStream: ``INLINE``: the query (1 or N samples) is one batch,
   predicted on LoadGen's issue thread; a hand-off would only add latency.
-* Offline: ``SPLIT``: the one big query is cut into ``max_batch_size`` chunks on a
-  queue that ``workers`` threads drain (the backend releases the GIL).
+* Offline: ``SPLIT``: the one big query is registered whole and ``workers`` threads
+  carve it into ``max_batch_size`` batches as they go (the backend releases the GIL);
 * Server: ``DYNAMIC``: each arriving query goes on a queue; a worker takes the first,
   then adds more until ``max_batch_size`` samples or its current wait have passed; the
   wait adapts to the load between 0 and ``max_wait_us``.
@@ -78,28 +78,70 @@ Item = tuple[int, list[int], list[int]]
 
 
 class InflightTable:
-    """Issued, not yet completed work; whoever claims a token completes it."""
+    """Issued, not yet completed work; whoever claims a token completes it.
+
+    An Offline query is registered whole as a *span* and carved into batches by the
+    workers (``take``): issuing it is O(1), so LoadGen's issue thread does not hold
+    the GIL for thousands of slices while the workers wait for it. ``claim_all``
+    (a drain) also closes the table: what is added afterwards is refused, and the
+    caller completes it itself, so nothing can slip in behind a drain and hang LoadGen.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._items: dict[int, tuple[list[int], float]] = {}
+        self._spans: collections.deque[list[Any]] = collections.deque()
         self._next = 0
+        self._closed = False
 
-    def add(self, ids: list[int]) -> int:
+    def add(self, ids: list[int]) -> int | None:
+        """Register ``ids`` as one item; None once the table is closed."""
         with self._lock:
+            if self._closed:
+                return None
             token = self._next
             self._next += 1
             self._items[token] = (ids, time.monotonic())
             return token
+
+    def add_span(self, ids: list[int], indices: list[int]) -> bool:
+        """Register a query to be carved by ``take``; False once the table is closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._spans.append([ids, indices, 0])
+            return True
+
+    def take(self, size: int) -> Item | None:
+        """The next batch of at most ``size`` samples carved from the oldest span."""
+        with self._lock:
+            while self._spans:
+                span = self._spans[0]
+                ids, indices, start = span
+                if start >= len(ids):
+                    self._spans.popleft()
+                    continue
+                end = span[2] = start + size
+                chunk = ids[start:end]
+                token = self._next
+                self._next += 1
+                self._items[token] = (chunk, time.monotonic())
+                return token, chunk, indices[start:end]
+            return None
 
     def claim(self, token: int) -> bool:
         with self._lock:
             return self._items.pop(token, None) is not None
 
     def claim_all(self) -> list[int]:
+        """Every outstanding id, items and uncarved spans alike; closes the table."""
         with self._lock:
+            self._closed = True
             ids = [qid for qids, _ in self._items.values() for qid in qids]
+            for span_ids, _, start in self._spans:
+                ids.extend(span_ids[start:])
             self._items.clear()
+            self._spans.clear()
             return ids
 
     def oldest_age(self) -> float:
@@ -206,15 +248,20 @@ class SystemUnderTest:
 
     def issue(self, ids: list[int], indices: list[int]) -> None:
         try:
-            if self.draining.is_set():
+            if self.dispatch is Dispatch.SPLIT:
+                if not self.inflight.add_span(ids, indices):
+                    self.completer.complete_empty(ids)  # drained: answer at once
+                    return
+                for _ in self._threads:
+                    self._queue.put(_WAKE)
+                return
+            token = self.inflight.add(ids)
+            if token is None:
                 self.completer.complete_empty(ids)
             elif self.dispatch is Dispatch.INLINE:
-                self._run_batch([(self.inflight.add(ids), ids, indices)], self._inline_buffer)
+                self._run_batch([(token, ids, indices)], self._inline_buffer)
             else:
-                step = self.config.max_batch_size
-                for start in range(0, len(ids), step):
-                    chunk = ids[start:start + step]
-                    self._queue.put((self.inflight.add(chunk), chunk, indices[start:start + step]))
+                self._queue.put((token, ids, indices))
         except Exception as exc:  # a bug here must not leave LoadGen waiting
             # Only registering or queueing can fail here; drain completes what was
             # registered (completing an id twice would crash LoadGen).
@@ -309,9 +356,14 @@ class SystemUnderTest:
                 continue
 
     def _split_worker(self) -> None:
-        buffer = self.dataset.new_buffer(self.config.max_batch_size)
-        while (item := self._next_item()) is not None:
-            self._run_batch((item,), buffer)
+        size = self.config.max_batch_size
+        buffer = self.dataset.new_buffer(size)
+        while True:
+            item = self.inflight.take(size)
+            if item is not None:
+                self._run_batch((item,), buffer)
+            elif self._next_item() is None:  # nothing to carve: wait for a query or stop
+                return
 
     def _dynamic_worker(self) -> None:
         max_batch = self.config.max_batch_size
@@ -363,6 +415,10 @@ class SystemUnderTest:
                     f"(sut.watchdog_timeout_s); outstanding samples were completed empty",
                 )
                 self.drain()
+
+
+# Wakes the Offline workers: a span is waiting in the inflight table.
+_WAKE: Item = (-1, [], [])
 
 
 class _Drained(Exception):

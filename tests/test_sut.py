@@ -21,7 +21,7 @@ from suite.models import load_card
 from suite.paths import find_paths
 from suite.postprocess import make_postprocess
 from suite.scenarios import Scenario
-from suite.sut import SystemUnderTest
+from suite.sut import InflightTable, SystemUnderTest
 
 
 class RecordingCompleter:
@@ -168,6 +168,38 @@ def test_watchdog_drains_a_hung_backend() -> None:
     time.sleep(0.1)
     sut.stop()
     assert sorted(done.empty) == list(range(1, 17)) and done.batches == []
+
+
+def test_offline_span_is_carved_in_order_and_a_drain_returns_the_uncarved_rest() -> None:
+    table = InflightTable()
+    assert table.add_span(list(range(10)), list(range(100, 110)))
+    first = table.take(4)
+    assert first is not None and first[1:] == ([0, 1, 2, 3], [100, 101, 102, 103])
+    second = table.take(4)
+    assert second is not None and table.claim(second[0])  # completed normally
+    # The drain gets the carved-but-unclaimed batch and the uncarved rest, once each.
+    assert sorted(table.claim_all()) == [0, 1, 2, 3, 8, 9]
+    assert table.take(4) is None and not table.claim(first[0])
+
+
+def test_a_drained_table_refuses_new_work_so_the_caller_completes_it() -> None:
+    table = InflightTable()
+    table.claim_all()
+    assert table.add([1]) is None
+    assert not table.add_span([2, 3], [0, 1])
+    assert table.take(8) is None
+
+
+def test_a_query_issued_after_a_drain_is_completed_empty_not_lost() -> None:
+    for scenario in (Scenario.OFFLINE, Scenario.SERVER, Scenario.SINGLE_STREAM):
+        backend = EchoBackend()
+        sut, done = make_sut(scenario, backend, max_batch_size=8, workers=1)
+        sut.start()
+        sut.drain()
+        ids = [7] if scenario is Scenario.SINGLE_STREAM else [7, 8]
+        sut.issue(ids, list(range(len(ids))))
+        sut.stop()
+        assert sorted(done.empty) == ids and backend.calls == 0, scenario
 
 
 def test_server_wait_is_derived_from_the_bound_and_the_batch_latency() -> None:
