@@ -2,11 +2,17 @@
 
 For digits (and a ResNet-50-shaped model when one can be built here), back to back:
 
-* the raw onnxruntime loop at its best batch size, and our Offline run at that batch;
-* SingleStream: LoadGen's p90 latency minus the raw one-sample p90 (the overhead);
+* the raw onnxruntime loop at its best batch size (and, the stronger baseline, one
+  single-threaded loop per core), and our Offline run at that batch;
+* SingleStream: LoadGen's p90 latency minus the raw one-sample p90 (the overhead), and
+  the same for the smallest possible SUT (``session.run`` inside ``issue_queries``):
+  the part of the overhead that LoadGen's Python binding costs any SUT;
 * Server: the highest target QPS that stays VALID under the 10 ms bound (``suite tune``'s
-  search), as a fraction of our own Offline throughput;
+  search), as a fraction of our own Offline throughput, and the highest one LoadGen's
+  own null SUT sustains (the ceiling of any Python SUT);
 * the null backend against LoadGen's own Python null SUT, the ceiling of any Python SUT.
+
+The minimal SUTs are in ``loadgen_minimal_sut.py``.
 
 Every harness figure is LoadGen's (``result.json``); each figure is the median of
 ``--repeats`` interleaved runs with its min and max, and ratios are formed within one
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -31,6 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import numpy as np  # noqa: E402
 import raw  # noqa: E402
 
 from suite.api import run  # noqa: E402
@@ -58,11 +66,27 @@ def harness(scenario: str, backend: str, sets: dict[str, Any], runs_dir: Path,
     return perf
 
 
-def loadgen_null_ceiling(samples: int, outdir: Path) -> float:
-    proc = subprocess.run([sys.executable, str(REPO / "bench" / "loadgen_null_sut.py"),
-                           str(samples), str(outdir)], capture_output=True, text=True,
-                          check=True)
-    return float(proc.stdout.strip())
+def minimal_sut(*args: str) -> dict[str, Any]:
+    """One run of ``loadgen_minimal_sut.py``; its JSON line."""
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "loadgen_minimal_sut.py"),
+                           *args], capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def null_server_ceiling(outdir: Path, bound_ms: float = 10.0) -> float:
+    """The highest Server QPS LoadGen's null SUT keeps VALID: doubling, then bisecting."""
+    def valid(qps: float) -> bool:
+        return bool(minimal_sut("server-null", str(qps), "3", str(outdir / f"srv_{qps:.0f}"),
+                                str(bound_ms))["valid"])
+
+    low, high = 0.0, 25_000.0
+    while high <= 1_600_000 and valid(high):
+        low, high = high, high * 2
+    for _ in range(4):
+        mid = (low + high) / 2
+        low, high = (mid, high) if valid(mid) else (low, mid)
+    return low
 
 
 def server_max_valid(backend: str, offline_rate: float, runs_dir: Path, probe_ms: int) -> float:
@@ -70,53 +94,67 @@ def server_max_valid(backend: str, offline_rate: float, runs_dir: Path, probe_ms
 
     tuner = Tuner(find_paths(), "digits", backend, "bench", runs_dir, probe_ms,
                   confirm_ms=2 * probe_ms, fresh=True, say=lambda message: None)
-    return tuner.server(offline_rate, [16, 64], steps=5)
+    return tuner.server(offline_rate, [64, 128], steps=5)
 
 
 def measure_digits(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     card = load_card(find_paths(), "digits")
     images, _ = validation_split(card)
+    images = np.ascontiguousarray(images, dtype=np.float32)
     sess = raw.session(card.onnx_path)
     batch, _ = raw.best_batch(sess, images, [64, 256, 1024], 1.0)
+    cores = os.cpu_count() or 1
     series: dict[str, list[float]] = {k: [] for k in (
-        "raw_samples_per_s", "offline_samples_per_s", "offline_ratio", "raw_ss_p90_us",
-        "ss_p90_us", "ss_overhead_us", "null_samples_per_s", "loadgen_null_sut_samples_per_s",
-        "null_ratio")}
+        "raw_samples_per_s", "raw_per_core_samples_per_s", "offline_samples_per_s",
+        "offline_ratio", "offline_ratio_per_core", "raw_ss_p90_us", "ss_p90_us",
+        "ss_overhead_us", "minimal_sut_ss_p90_us", "minimal_sut_ss_overhead_us",
+        "null_samples_per_s", "loadgen_null_sut_samples_per_s", "null_ratio")}
     for repeat in range(args.repeats):  # interleaved: drift hits every figure alike
         raw_rate = raw.throughput(sess, images, batch, args.seconds)
+        per_core = raw.per_core_throughput(card.onnx_path, images, batch, args.seconds, cores)
         offline = harness("offline", "onnxruntime", {
             "loadgen.min_duration_ms": int(args.seconds * 1000),
-            "loadgen.expected_qps": round(raw_rate, 1), "sut.max_batch_size": batch}, tmp)
+            "loadgen.expected_qps": round(max(raw_rate, per_core), 1),
+            "sut.max_batch_size": batch}, tmp)
         raw_p90 = raw.single_sample_p90_us(raw.session(card.onnx_path, 1), images, args.seconds)
         single = harness("singlestream", "onnxruntime", {
             "loadgen.min_duration_ms": int(args.seconds * 1000)}, tmp)
+        minimal = minimal_sut("singlestream-ort", str(args.seconds),
+                              str(tmp / f"minimal_ss_{repeat}"), str(card.onnx_path))
         null = harness("offline", "null", {"loadgen.min_duration_ms": 1000,
                                            "loadgen.expected_qps": 1_000_000}, tmp)
-        ceiling = loadgen_null_ceiling(int(null.effective["samples_per_query"]),
-                                       tmp / f"null_sut_{repeat}")
+        ceiling = minimal_sut("offline-null", str(int(null.effective["samples_per_query"])),
+                              str(tmp / f"null_sut_{repeat}"))["samples_per_s"]
         assert offline.metric_value and null.metric_value
         ss_p90 = single.latency_ns["90.00_percentile"] / 1e3
         for key, value in (
-            ("raw_samples_per_s", raw_rate), ("offline_samples_per_s", offline.metric_value),
-            ("offline_ratio", offline.metric_value / raw_rate), ("raw_ss_p90_us", raw_p90),
-            ("ss_p90_us", ss_p90), ("ss_overhead_us", ss_p90 - raw_p90),
+            ("raw_samples_per_s", raw_rate), ("raw_per_core_samples_per_s", per_core),
+            ("offline_samples_per_s", offline.metric_value),
+            ("offline_ratio", offline.metric_value / raw_rate),
+            ("offline_ratio_per_core", offline.metric_value / per_core),
+            ("raw_ss_p90_us", raw_p90), ("ss_p90_us", ss_p90),
+            ("ss_overhead_us", ss_p90 - raw_p90), ("minimal_sut_ss_p90_us", minimal["p90_us"]),
+            ("minimal_sut_ss_overhead_us", minimal["p90_us"] - raw_p90),
             ("null_samples_per_s", null.metric_value),
             ("loadgen_null_sut_samples_per_s", ceiling),
             ("null_ratio", null.metric_value / ceiling)):
             series[key].append(value)
-    figures: dict[str, Any] = {"raw_best_batch": batch}
+    figures: dict[str, Any] = {"raw_best_batch": batch, "raw_per_core_threads": cores}
     figures |= {key: stats(values) for key, values in series.items()}
     if not args.skip_server:
         offline_rate = statistics.median(series["offline_samples_per_s"])
         qps = server_max_valid("onnxruntime", offline_rate, tmp, 2000)
+        null_qps = null_server_ceiling(tmp)
         figures["server_max_valid_qps"] = qps
         figures["server_over_offline_ratio"] = qps / offline_rate
+        figures["loadgen_null_sut_server_max_valid_qps"] = null_qps
+        figures["server_over_null_sut_server"] = qps / null_qps
+        figures["null_sut_server_over_offline_ratio"] = null_qps / offline_rate
     return figures
 
 
 def measure_resnet50(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | None:
     """ResNet-50-shaped model (random fixed-seed weights): raw loop vs our Offline."""
-    import numpy as np
     from bench_models import build_resnet50_workload
 
     dataset, model = build_resnet50_workload(tmp / "resnet50")
@@ -179,18 +217,28 @@ def _print(report: dict[str, Any]) -> None:
                       f"{fmt.format(s['max'])}]")
 
     table.add_row("raw best batch", str(digits["raw_best_batch"]))
-    row("raw onnxruntime samples/s", "raw_samples_per_s", "{:,.0f}")
+    row("raw onnxruntime samples/s (one loop)", "raw_samples_per_s", "{:,.0f}")
+    row(f"raw samples/s ({digits['raw_per_core_threads']} loops, 1 thread each)",
+        "raw_per_core_samples_per_s", "{:,.0f}")
     row("ours Offline samples/s", "offline_samples_per_s", "{:,.0f}")
     row("ours / raw (Offline)", "offline_ratio", "{:.3f}")
+    row("ours / raw one loop per core (Offline)", "offline_ratio_per_core", "{:.3f}")
     row("raw 1-sample p90 (µs)", "raw_ss_p90_us", "{:.1f}")
     row("ours SingleStream p90 (µs)", "ss_p90_us", "{:.1f}")
     row("SingleStream p90 overhead (µs)", "ss_overhead_us", "{:.1f}")
+    row("minimal LoadGen SUT p90 overhead (µs)", "minimal_sut_ss_overhead_us", "{:.1f}")
     row("null backend Offline samples/s", "null_samples_per_s", "{:,.0f}")
     row("LoadGen Python null SUT samples/s", "loadgen_null_sut_samples_per_s", "{:,.0f}")
     row("null / LoadGen null SUT", "null_ratio", "{:.3f}")
     if "server_max_valid_qps" in digits:
         table.add_row("Server max VALID QPS (10 ms)", f"{digits['server_max_valid_qps']:,.0f}")
         table.add_row("Server max / ours Offline", f"{digits['server_over_offline_ratio']:.3f}")
+        table.add_row("LoadGen null SUT Server max VALID QPS (10 ms)",
+                      f"{digits['loadgen_null_sut_server_max_valid_qps']:,.0f}")
+        table.add_row("ours Server max / null SUT Server max",
+                      f"{digits['server_over_null_sut_server']:.3f}")
+        table.add_row("null SUT Server max / ours Offline",
+                      f"{digits['null_sut_server_over_offline_ratio']:.3f}")
     resnet = report.get("resnet50_shaped")
     if resnet:
         for name, key in (("ResNet-50-shaped raw samples/s", "raw_samples_per_s"),

@@ -7,6 +7,7 @@ These are what the harness is compared with. They time ``session.run`` directly 
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,24 @@ def throughput(sess: Any, data: npt.NDArray[Any], batch: int, seconds: float) ->
         sess.run(None, {name: pool[offset:offset + batch]})
         done += batch
     return done / elapsed
+
+
+def per_core_throughput(model: Path, data: npt.NDArray[Any], batch: int, seconds: float,
+                        threads: int) -> float:
+    """Samples/s of ``threads`` plain loops sharing one single-threaded session.
+
+    onnxruntime releases the GIL in ``run``, so on a small model one loop per core
+    beats one loop whose operators are split across the cores: the stronger baseline.
+    """
+    sess = session(model, intra_op_threads=1)
+    rates: list[float] = []
+    workers = [threading.Thread(target=lambda: rates.append(
+        throughput(sess, data, batch, seconds))) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return sum(rates)
 
 
 def best_batch(sess: Any, data: npt.NDArray[Any], batches: list[int],

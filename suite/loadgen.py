@@ -106,11 +106,9 @@ class Completer:
     a C++ vector before it releases the GIL, so the objects can be reused as soon as it
     returns: each thread keeps a pool whose ``data`` points at the rows of its own
     payload buffer, copies a batch's rows there and only rewrites the ids (about 0.15 us
-    each). Batches under ``POOL_MIN`` samples build fresh objects: there one numpy copy
-    costs more than the objects it saves.
+    each). Even for one sample this beats reading the array's address (``.ctypes.data``
+    alone costs about 1.7 us).
     """
-
-    POOL_MIN = 8
 
     def __init__(self, row_nbytes: int) -> None:
         self._zeros = np.zeros(max(row_nbytes, 1), dtype=np.uint8)
@@ -120,19 +118,12 @@ class Completer:
 
     def complete(self, ids: Sequence[int], responses: npt.NDArray[Any]) -> None:
         """Complete ``ids[k]`` with row ``k`` of the C-contiguous ``responses``."""
-        stride, n = self.row_nbytes, len(ids)
-        if n < self.POOL_MIN:
-            base = responses.ctypes.data
-            # map() over C-level iterators: no Python frame per sample.
-            lg.QuerySamplesComplete(list(map(
-                lg.QuerySampleResponse, ids, range(base, base + n * stride, stride),
-                repeat(stride, n))))
-        else:
-            payload, pool = self._pool(n)
-            payload[:n * stride] = responses.reshape(-1).view(np.uint8)
-            for response, qid in zip(pool, ids, strict=False):  # stops at len(ids)
-                response.id = qid
-            lg.QuerySamplesComplete(pool if n == len(pool) else pool[:n])
+        n = len(ids)
+        payload, pool = self._pool(n)
+        payload[:n * self.row_nbytes] = responses.reshape(-1).view(np.uint8)
+        for response, qid in zip(pool, ids, strict=False):  # stops at len(ids)
+            response.id = qid
+        lg.QuerySamplesComplete(pool if n == len(pool) else pool[:n])
         self.completed += n
 
     def _pool(self, n: int) -> tuple[npt.NDArray[np.uint8], list[Any]]:

@@ -24,9 +24,10 @@ import queue
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -73,7 +74,9 @@ class FailureLog:
         return bool(self.failures)
 
 
-# A unit of work: (inflight token, LoadGen ids, QSL indices).
+# A query as LoadGen issued it: (LoadGen ids, QSL indices).
+Query = tuple[list[int], list[int]]
+# A registered unit of work: (inflight token, LoadGen ids, QSL indices).
 Item = tuple[int, list[int], list[int]]
 
 
@@ -186,7 +189,7 @@ class SystemUnderTest:
         self.inflight = InflightTable()
         self.draining = threading.Event()
         self._on_drain = on_drain
-        self._queue: queue.SimpleQueue[Item | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Query | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._inline_buffer = dataset.new_buffer(config.max_batch_size)
         self._stop = threading.Event()
@@ -248,6 +251,15 @@ class SystemUnderTest:
 
     def issue(self, ids: list[int], indices: list[int]) -> None:
         try:
+            if self.dispatch is Dispatch.DYNAMIC:
+                # Not registered here but by the worker, once per batch: at high rates
+                # LoadGen's issue thread, which holds the GIL for every query, is the
+                # Server bottleneck. A drain empties the queue, so a query put after
+                # one began is answered here.
+                self._queue.put((ids, indices))
+                if self.draining.is_set():
+                    self._drain_queue()
+                return
             if self.dispatch is Dispatch.SPLIT:
                 if not self.inflight.add_span(ids, indices):
                     self.completer.complete_empty(ids)  # drained: answer at once
@@ -258,10 +270,8 @@ class SystemUnderTest:
             token = self.inflight.add(ids)
             if token is None:
                 self.completer.complete_empty(ids)
-            elif self.dispatch is Dispatch.INLINE:
-                self._run_batch([(token, ids, indices)], self._inline_buffer)
             else:
-                self._queue.put((token, ids, indices))
+                self._run((token, ids, indices), self._inline_buffer)
         except Exception as exc:  # a bug here must not leave LoadGen waiting
             # Only registering or queueing can fail here; drain completes what was
             # registered (completing an id twice would crash LoadGen).
@@ -296,39 +306,46 @@ class SystemUnderTest:
         ids = self.inflight.claim_all()
         if ids:
             self.completer.complete_empty(ids)
+        self._drain_queue()
         if first:
             self._on_drain()
 
+    def _drain_queue(self) -> None:
+        """Complete every query still queued for a Server worker (part of a drain)."""
+        stops = 0
+        while True:
+            try:
+                query = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if query is None:
+                stops += 1
+            elif query[0]:  # Offline's wake-ups carry no ids
+                self.completer.complete_empty(query[0])
+        for _ in range(stops):  # the workers' stop signals stay for them
+            self._queue.put(None)
+
     # -- work ------------------------------------------------------------------------
 
-    def _run_batch(self, items: Sequence[Item], buffer: Any) -> None:
+    def _run(self, item: Item, buffer: Any) -> None:
+        """Predict one registered batch and complete it, unless a drain claimed it first."""
+        token, ids, indices = item
         try:
             if self.draining.is_set():
-                raise _Drained
-            indices = np.fromiter(
-                (i for _, _, idx in items for i in idx), dtype=np.int64
-            ) if len(items) > 1 else np.asarray(items[0][2], dtype=np.int64)
-            batch = self.dataset.gather(indices, buffer)
+                return  # the drain completed it
+            batch = (self.dataset.sample(indices[0]) if len(indices) == 1 else
+                     self.dataset.gather(np.asarray(indices, dtype=np.int64), buffer))
             responses = self.postprocess(self.backend.predict(batch))
-        except _Drained:
-            return
         except Exception as exc:
-            samples = sum(len(ids) for _, ids, _ in items)
-            self.failures.record("backend_error", f"predict failed: {exc!r}", samples,
-                                 traceback.format_exc())
-            self.drain()
+            self._batch_failed(exc, len(ids))
             return
-        claimed = [self.inflight.claim(token) for token, _, _ in items]
-        if all(claimed):
-            ids = items[0][1] if len(items) == 1 else [q for _, qids, _ in items for q in qids]
+        if self.inflight.claim(token):  # not drained (watchdog) while we predicted
             self.completer.complete(ids, responses)
-            return
-        # Some items were drained while we predicted: complete only the rest.
-        row = 0
-        for (_, qids, _), mine in zip(items, claimed, strict=True):
-            if mine:
-                self.completer.complete(qids, responses[row:row + len(qids)])
-            row += len(qids)
+
+    def _batch_failed(self, exc: Exception, samples: int) -> None:
+        self.failures.record("backend_error", f"predict failed: {exc!r}", samples,
+                             traceback.format_exc())
+        self.drain()
 
     def _warm_then(self, work: Callable[[], None], ready: threading.Barrier) -> None:
         try:
@@ -343,7 +360,7 @@ class SystemUnderTest:
                 ready.wait()
         work()
 
-    def _next_item(self) -> Item | None:
+    def _next_query(self) -> Query | None:
         """Block for the next item, waking every 50 ms to look again.
 
         Defensive: a run once kept its last sample queued for 60 s (until the watchdog)
@@ -361,8 +378,8 @@ class SystemUnderTest:
         while True:
             item = self.inflight.take(size)
             if item is not None:
-                self._run_batch((item,), buffer)
-            elif self._next_item() is None:  # nothing to carve: wait for a query or stop
+                self._run(item, buffer)
+            elif self._next_query() is None:  # nothing to carve: wait for a query or stop
                 return
 
     def _dynamic_worker(self) -> None:
@@ -373,14 +390,14 @@ class SystemUnderTest:
         # heavy load it fills batches.
         wait = max_wait
         buffer = self.dataset.new_buffer(max_batch)
-        carry: Item | None = None
+        carry: Query | None = None
         stopping = False
         while not stopping:
-            first = carry if carry is not None else self._next_item()
+            first = carry if carry is not None else self._next_query()
             carry = None
             if first is None:
                 return
-            items, count = [first], len(first[1])
+            queries, count = [first], len(first[0])
             self.waits.append(wait)
             deadline = time.perf_counter() + wait
             while count < max_batch:
@@ -393,16 +410,25 @@ class SystemUnderTest:
                 if nxt is None:
                     stopping = True
                     break
-                if count + len(nxt[1]) > max_batch:
+                if count + len(nxt[0]) > max_batch:
                     carry = nxt  # starts the next batch
                     break
-                items.append(nxt)
-                count += len(nxt[1])
+                queries.append(nxt)
+                count += len(nxt[0])
             if 2 * count >= max_batch:
                 wait = min(max_wait, max(2 * wait, 50e-6))
             else:
                 wait = wait / 2 if wait > 20e-6 else 0.0
-            self._run_batch(items, buffer)
+            if len(queries) == 1:
+                ids, indices = first
+            else:
+                ids = list(chain.from_iterable(q[0] for q in queries))
+                indices = list(chain.from_iterable(q[1] for q in queries))
+            token = self.inflight.add(ids)
+            if token is None:  # drained while this batch was gathered
+                self.completer.complete_empty(ids)
+            else:
+                self._run((token, ids, indices), buffer)
 
     def _watchdog(self) -> None:
         timeout = self.config.watchdog_timeout_s
@@ -418,8 +444,4 @@ class SystemUnderTest:
 
 
 # Wakes the Offline workers: a span is waiting in the inflight table.
-_WAKE: Item = (-1, [], [])
-
-
-class _Drained(Exception):
-    """Internal: the batch was drained before it ran."""
+_WAKE: Query = ([], [])

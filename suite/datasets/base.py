@@ -65,13 +65,17 @@ class InMemoryDataset:
         """A batch buffer for ``gather``; one per worker thread."""
         return np.empty((max_batch, *self.sample_shape), dtype=self.dtype)
 
+    def sample(self, index: int) -> Batch:
+        """A one-sample batch: a view of the staged sample, no copy (SingleStream)."""
+        slot = int(self._slots[index])
+        if slot < 0:
+            raise DatasetError(f"{self.name}: sample {index} was not loaded")
+        return self._loaded[slot:slot + 1]
+
     def gather(self, indices: IndexArray, out: Batch) -> Batch:
         """Copy the staged samples at ``indices`` into ``out[:n]`` and return that view."""
         n = len(indices)
-        if n == 1:  # SingleStream: a view of the staged sample, no copy (~6 us less)
-            slot = int(self._slots[indices[0]])
-            if slot < 0:
-                raise DatasetError(f"{self.name}: sample {int(indices[0])} was not loaded")
-            return self._loaded[slot:slot + 1]
+        if n == 1:
+            return self.sample(int(indices[0]))
         np.take(self._loaded, self._slots[indices], axis=0, out=out[:n])
         return out[:n]
