@@ -91,8 +91,11 @@ def test_a_stray_audit_config_cannot_change_a_run(runs_dir: Path, tmp_path: Path
     assert not [w for w in log.warnings if "audit" in w.lower()]
 
 
-def test_accuracy_mode_matches_direct_onnxruntime(runs_dir: Path) -> None:
-    proc = run_cli("run", "--scenario", "offline", "--mode", "accuracy", "--quick",
+# Every completion path: Offline's full and partial batches, Server's dynamic batches
+# of every size (the per-thread response pools grow), SingleStream's single samples.
+@pytest.mark.parametrize("scenario", ["offline", "server", "singlestream"])
+def test_accuracy_mode_matches_direct_onnxruntime(scenario: str, runs_dir: Path) -> None:
+    proc = run_cli("run", "--scenario", scenario, "--mode", "accuracy", "--quick",
                    "--runs-dir", str(runs_dir))
     assert proc.returncode == 0, proc.stderr
     run_dir = only_run_dir(runs_dir)
