@@ -401,12 +401,16 @@ class SystemUnderTest:
             self.waits.append(wait)
             deadline = time.perf_counter() + wait
             while count < max_batch:
-                remaining = deadline - time.perf_counter()
                 try:
-                    nxt = (self._queue.get(timeout=remaining) if remaining > 0
-                           else self._queue.get_nowait())
+                    nxt = self._queue.get_nowait()
                 except queue.Empty:
-                    break
+                    remaining = deadline - time.perf_counter()
+                    if remaining <= 0:
+                        break
+                    # Poll, not a blocking get per query: each blocking get hands the
+                    # GIL to the issue thread and back once per arriving query.
+                    time.sleep(min(remaining, _POLL_S))
+                    continue
                 if nxt is None:
                     stopping = True
                     break
@@ -442,6 +446,9 @@ class SystemUnderTest:
                 )
                 self.drain()
 
+
+# How often a Server worker looks for more queries while its batch is open.
+_POLL_S = 100e-6
 
 # Wakes the Offline workers: a span is waiting in the inflight table.
 _WAKE: Query = ([], [])
