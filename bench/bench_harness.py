@@ -143,7 +143,7 @@ def measure_digits(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     figures |= {key: stats(values) for key, values in series.items()}
     if not args.skip_server:
         offline_rate = statistics.median(series["offline_samples_per_s"])
-        qps = server_max_valid("onnxruntime", offline_rate, tmp, 2000)
+        qps = server_max_valid("onnxruntime", offline_rate, tmp, 3000)
         null_qps = null_server_ceiling(tmp)
         figures["server_max_valid_qps"] = qps
         figures["server_over_offline_ratio"] = qps / offline_rate
