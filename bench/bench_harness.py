@@ -142,14 +142,20 @@ def measure_digits(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     figures: dict[str, Any] = {"raw_best_batch": batch, "raw_per_core_threads": cores}
     figures |= {key: stats(values) for key, values in series.items()}
     if not args.skip_server:
+        # A VALID Server run must get through every stall of a shared VM, so one search
+        # says little: ours and the null SUT's are interleaved and repeated too.
         offline_rate = statistics.median(series["offline_samples_per_s"])
-        qps = server_max_valid("onnxruntime", offline_rate, tmp, 3000)
-        null_qps = null_server_ceiling(tmp)
-        figures["server_max_valid_qps"] = qps
+        ours_qps, null_qps = [], []
+        for repeat in range(args.repeats):
+            ours_qps.append(server_max_valid("onnxruntime", offline_rate, tmp / f"srv{repeat}",
+                                             3000))
+            null_qps.append(null_server_ceiling(tmp / f"null_srv{repeat}"))
+        qps, null = statistics.median(ours_qps), statistics.median(null_qps)
+        figures["server_max_valid_qps"] = stats(ours_qps)
         figures["server_over_offline_ratio"] = qps / offline_rate
-        figures["loadgen_null_sut_server_max_valid_qps"] = null_qps
-        figures["server_over_null_sut_server"] = qps / null_qps
-        figures["null_sut_server_over_offline_ratio"] = null_qps / offline_rate
+        figures["loadgen_null_sut_server_max_valid_qps"] = stats(null_qps)
+        figures["server_over_null_sut_server"] = qps / null
+        figures["null_sut_server_over_offline_ratio"] = null / offline_rate
     return figures
 
 
@@ -231,10 +237,10 @@ def _print(report: dict[str, Any]) -> None:
     row("LoadGen Python null SUT samples/s", "loadgen_null_sut_samples_per_s", "{:,.0f}")
     row("null / LoadGen null SUT", "null_ratio", "{:.3f}")
     if "server_max_valid_qps" in digits:
-        table.add_row("Server max VALID QPS (10 ms)", f"{digits['server_max_valid_qps']:,.0f}")
+        row("Server max VALID QPS (10 ms)", "server_max_valid_qps", "{:,.0f}")
         table.add_row("Server max / ours Offline", f"{digits['server_over_offline_ratio']:.3f}")
-        table.add_row("LoadGen null SUT Server max VALID QPS (10 ms)",
-                      f"{digits['loadgen_null_sut_server_max_valid_qps']:,.0f}")
+        row("LoadGen null SUT Server max VALID QPS (10 ms)",
+            "loadgen_null_sut_server_max_valid_qps", "{:,.0f}")
         table.add_row("ours Server max / null SUT Server max",
                       f"{digits['server_over_null_sut_server']:.3f}")
         table.add_row("null SUT Server max / ours Offline",
