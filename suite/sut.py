@@ -5,14 +5,15 @@ One dispatch strategy per scenario:
 * SingleStream, MultiStream: ``INLINE``: the query (1 or N samples) is one batch,
   predicted on LoadGen's issue thread; a hand-off would only add latency.
 * Offline: ``SPLIT``: the one big query is registered whole and ``workers`` threads
-  carve it into ``max_batch_size`` batches as they go (the backend releases the GIL);
+  carve it into ``max_batch_size`` batches as they go (the backend releases the GIL).
 * Server: ``DYNAMIC``: each arriving query goes on a queue; a worker takes the first,
   then adds more until ``max_batch_size`` samples or its current wait have passed; the
   wait adapts to the load between 0 and ``max_wait_us``.
 
-Every issued sample is recorded in the ``InflightTable`` until it is completed, so
-no exception, hang or stop can leave LoadGen waiting: ``drain`` completes whatever
-is outstanding with empty responses and answers later queries at once. A failing
+Every issued sample is either on the Server queue or recorded in the ``InflightTable``
+until it is completed, so no exception, hang or stop can leave LoadGen waiting:
+``drain`` completes whatever is outstanding in both with empty responses, and closes
+the table so that later queries are answered at once. A failing
 batch is completed, counted in ``FailureLog`` and ends the run as failed.
 """
 
