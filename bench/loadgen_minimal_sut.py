@@ -9,8 +9,10 @@ Each mode runs one LoadGen test (one per process: LoadGen cannot run a second) o
   per-query latency (its trampoline, the GIL hand-off and the completion call).
 * ``singlestream-ort SECONDS OUTDIR MODEL``: ``session.run`` on one sample inside
   ``issue_queries``, then complete: the least any onnxruntime SingleStream SUT can add.
-* ``server-null QPS SECONDS OUTDIR BOUND_MS``: Server at ``QPS`` with inline
-  completion: does LoadGen's Python binding alone stay VALID at that rate?
+* ``server-null QPS SECONDS OUTDIR BOUND_MS [COALESCE]``: Server at ``QPS`` with
+  inline completion: does LoadGen's Python binding alone stay VALID at that rate?
+  ``COALESCE`` (1, the default, or 0) sets ``server_coalesce_queries`` as our
+  ``scenarios/server.toml`` does.
 
     python bench/loadgen_minimal_sut.py offline-null 500000 /tmp/out
 """
@@ -114,6 +116,7 @@ def main() -> int:
         settings.server_target_latency_ns = int(bound_ms * 1e6)
         settings.min_duration_ms = int(seconds * 1000)
         settings.min_query_count = 100
+        settings.server_coalesce_queries = args[4:5] != ["0"]
         detail = run(settings, Path(args[2]), null_issue())
         print(json.dumps({"valid": detail["result_validity"] == "VALID",
                           "p99_us": detail["result_99.00_percentile_latency_ns"] / 1e3}))

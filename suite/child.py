@@ -77,6 +77,7 @@ class _Status:
                 "failures": sut.failures.failures if sut else [],
                 "failed_samples": sut.failures.failed_samples if sut else 0,
                 "samples_completed": sut.completer.completed if sut else 0,
+                "issue_calls": sut.issue_calls if sut else 0,
                 "derived": sut.derived if sut else {},
                 **extra,
             }
@@ -128,7 +129,7 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
         postprocess, response_dtype = make_postprocess(card)
         drained = threading.Event()
         sut = SystemUnderTest(
-            backend, dataset, postprocess, Completer(response_dtype.itemsize),
+            backend, dataset, postprocess, Completer(response_dtype),
             config.scenario, config.sut, on_drain=drained.set,
             latency_bound_ms=config.loadgen.latency_bound_ms,
         )

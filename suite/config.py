@@ -62,6 +62,9 @@ class LoadGenConfig(_Section):
     target_qps: float = Field(default=100.0, gt=0, description="Server Poisson rate")
     expected_qps: float = Field(default=1000.0, gt=0, description="Offline sizing hint")
     expected_latency_ms: float = Field(default=1.0, gt=0, description="SingleStream/MultiStream")
+    coalesce_queries: bool = Field(
+        default=False, description="Server: LoadGen issues the queries already due in one "
+        "call (each keeps its own scheduled time, so its latency still counts from it)")
 
 
 class SutConfig(_Section):

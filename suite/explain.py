@@ -97,11 +97,25 @@ def _latency(perf: PerformanceSummary) -> Explanation:
     key = f"{percentile:.2f}_percentile"
     observed_ms = perf.latency_ns.get(key, perf.latency_ns.get("99.00_percentile", 0.0)) / 1e6
     qps = _get(perf, "target_qps")
-    suggestion = qps * min(0.9, bound_ms / observed_ms) if observed_ms else qps * 0.8
+    # Latency is not proportional to the rate (it climbs steeply near capacity), so the
+    # ratio to the bound is only a direction: never suggest more than halving.
+    suggestion = qps * max(0.5, min(0.9, bound_ms / observed_ms)) if observed_ms else qps * 0.8
+    evidence = (f"Server p{percentile:g} {observed_ms:.2f} ms > {bound_ms:g} ms bound at "
+                f"{qps:,.0f} QPS")
+    completed = perf.metric_value
+    if completed and completed < _FELL_BEHIND * qps:
+        # A queue grew without limit: the latency says how long, not how far to step
+        # back. What the SUT did complete is the better estimate of what it sustains.
+        suggestion = completed * 0.9
+        evidence += (f"; the SUT completed only {completed:,.0f} samples/s, so queries "
+                     "queued up behind it")
     return Explanation(
         "latency bound exceeded",
-        f"Server p{percentile:g} {observed_ms:.2f} ms > {bound_ms:g} ms bound at "
-        f"{qps:,.0f} QPS",
+        evidence,
         f"lower loadgen.target_qps to about {suggestion:,.0f} (an estimate; `suite tune` finds "
         f"the highest VALID rate), or lower sut.max_wait_us so batches wait less",
     )
+
+
+# Completing under this share of the target rate means the SUT fell behind.
+_FELL_BEHIND = 0.98

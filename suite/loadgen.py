@@ -98,48 +98,59 @@ def run_test(
 class Completer:
     """Completes samples in one ``QuerySamplesComplete`` call per batch.
 
-    ``responses`` holds one row per sample; LoadGen copies a row's bytes only for
-    logged samples and only during the call, so the array only has to outlive it.
+    A batch's responses are one value of ``response_dtype`` per sample (what
+    ``postprocess`` returns); LoadGen copies a response's bytes only for logged samples
+    and only during the call, so they only have to outlive it.
 
     Building a ``QuerySampleResponse`` is the binding's main per-sample cost (about
     0.6 us, ``shared/reference/loadgen.md`` section 4.2). The call copies the list into
     a C++ vector before it releases the GIL, so the objects can be reused as soon as it
-    returns: each thread keeps a pool whose ``data`` points at the rows of its own
-    payload buffer, copies a batch's rows there and only rewrites the ids (about 0.15 us
-    each). Even for one sample this beats reading the array's address (``.ctypes.data``
-    alone costs about 1.7 us).
+    returns: each thread keeps a pool whose ``data`` points at the slots of its own
+    payload buffer, copies a batch's responses there and only rewrites the ids (about
+    0.15 us each). Even for one sample this beats reading the array's address
+    (``.ctypes.data`` alone costs about 1.7 us).
     """
 
-    def __init__(self, row_nbytes: int) -> None:
-        self._zeros = np.zeros(max(row_nbytes, 1), dtype=np.uint8)
-        self.row_nbytes = row_nbytes
+    def __init__(self, response_dtype: np.dtype[Any]) -> None:
+        self.dtype = np.dtype(response_dtype)
+        self.row_nbytes = self.dtype.itemsize
+        self._zeros = np.zeros(max(self.row_nbytes, 1), dtype=np.uint8)
         self.completed = 0
         self._local = threading.local()
 
     def complete(self, ids: Sequence[int], responses: npt.NDArray[Any]) -> None:
-        """Complete ``ids[k]`` with row ``k`` of the C-contiguous ``responses``."""
+        """Complete ``ids[k]`` with ``responses[k]``."""
         n = len(ids)
-        payload, pool = self._pool(n)
-        payload[:n * self.row_nbytes] = responses.reshape(-1).view(np.uint8)
-        for response, qid in zip(pool, ids, strict=False):  # stops at len(ids)
-            response.id = qid
-        lg.QuerySamplesComplete(pool if n == len(pool) else pool[:n])
-        self.completed += n
-
-    def _pool(self, n: int) -> tuple[npt.NDArray[np.uint8], list[Any]]:
-        """This thread's payload buffer and the responses pointing at its rows."""
         local = self._local
         pool: list[Any] | None = getattr(local, "pool", None)
         if pool is None or len(pool) < n:
-            stride = self.row_nbytes
-            capacity = max(n, 2 * len(pool) if pool else n)
-            payload = np.zeros(max(capacity * stride, 1), dtype=np.uint8)
-            base = payload.ctypes.data
-            local.payload = payload
-            local.pool = pool = list(map(
-                lg.QuerySampleResponse, repeat(0, capacity),
-                range(base, base + capacity * stride, stride), repeat(stride, capacity)))
-        return local.payload, pool
+            pool = self._grow(n)
+        if n == 1:  # SingleStream: no slice and no loop (0.6 us less per query, measured)
+            local.slots[0] = responses[0]
+            first: list[Any] = local.first
+            first[0].id = ids[0]
+            lg.QuerySamplesComplete(first)
+        else:
+            local.slots[:n] = responses
+            for response, qid in zip(pool, ids, strict=False):  # stops at len(ids)
+                response.id = qid
+            lg.QuerySamplesComplete(pool if n == len(pool) else pool[:n])
+        self.completed += n
+
+    def _grow(self, n: int) -> list[Any]:
+        """A larger pool for this thread: a new payload and responses pointing at it."""
+        local = self._local
+        old: list[Any] | None = getattr(local, "pool", None)
+        stride = self.row_nbytes
+        capacity = max(n, 2 * len(old) if old else n)
+        slots = np.zeros(max(capacity, 1), dtype=self.dtype)
+        base = slots.ctypes.data
+        local.slots = slots
+        local.pool = pool = list(map(
+            lg.QuerySampleResponse, repeat(0, capacity),
+            range(base, base + capacity * stride, stride), repeat(stride, capacity)))
+        local.first = pool[:1]
+        return pool
 
     def complete_empty(self, ids: Sequence[int]) -> None:
         """Complete ``ids`` with all-zero payloads (a failed or drained batch)."""

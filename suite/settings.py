@@ -78,6 +78,8 @@ def _conf_lines(config: RunConfig) -> list[ConfLine]:
         lines.append(ConfLine("target_latency", lg.latency_bound_ms, "loadgen.latency_bound_ms"))
         lines.append(ConfLine("target_latency_percentile", lg.target_latency_percentile,
                               "loadgen.target_latency_percentile"))
+        lines.append(ConfLine("coalesce_queries", int(lg.coalesce_queries),
+                              "loadgen.coalesce_queries"))
     if scenario is Scenario.OFFLINE:
         lines.append(ConfLine("target_qps", lg.expected_qps, "loadgen.expected_qps"))
     return lines

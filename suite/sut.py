@@ -6,9 +6,10 @@ One dispatch strategy per scenario:
   predicted on LoadGen's issue thread; a hand-off would only add latency.
 * Offline: ``SPLIT``: the one big query is registered whole and ``workers`` threads
   carve it into ``max_batch_size`` batches as they go (the backend releases the GIL).
-* Server: ``DYNAMIC``: each arriving query goes on a queue; a worker takes the first,
-  then adds more until ``max_batch_size`` samples or its current wait have passed; the
-  wait adapts to the load between 0 and ``max_wait_us``.
+* Server: ``DYNAMIC``: each arriving query (one sample, or several when LoadGen
+  coalesces overdue ones) goes on a queue; a worker takes the first, then adds more
+  until ``max_batch_size`` samples or its current wait have passed, splitting a query
+  that does not fit; the wait adapts to the load between 0 and ``max_wait_us``.
 
 Every issued sample is either on the Server queue or recorded in the ``InflightTable``
 until it is completed, so no exception, hang or stop can leave LoadGen waiting:
@@ -198,8 +199,12 @@ class SystemUnderTest:
         self.max_wait_s = max(config.max_wait_us, 0) / 1e6
         #: Values the SUT derived at warm-up (recorded in status.json).
         self.derived: dict[str, float] = {}
+        #: ``issue_queries`` calls: fewer than samples when LoadGen coalesced queries.
+        self.issue_calls = 0
         #: The wait each Server batch used (bounded: for tests and diagnosis).
         self.waits: collections.deque[float] = collections.deque(maxlen=1000)
+        if self.dispatch is Dispatch.INLINE:
+            self.issue = self._inline_issue()  # type: ignore[method-assign,assignment]
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -251,6 +256,7 @@ class SystemUnderTest:
     # -- LoadGen callbacks (must never raise) ----------------------------------------
 
     def issue(self, ids: list[int], indices: list[int]) -> None:
+        self.issue_calls += 1  # only LoadGen's issue thread writes it
         try:
             if self.dispatch is Dispatch.DYNAMIC:
                 # Not registered here but by the worker, once per batch: at high rates
@@ -268,15 +274,43 @@ class SystemUnderTest:
                 for _ in self._threads:
                     self._queue.put(_WAKE)
                 return
-            token = self.inflight.add(ids)
-            if token is None:
-                self.completer.complete_empty(ids)
-            else:
-                self._run((token, ids, indices), self._inline_buffer)
         except Exception as exc:  # a bug here must not leave LoadGen waiting
             # Only registering or queueing can fail here; drain completes what was
             # registered (completing an id twice would crash LoadGen).
             self.fail("harness_error", f"issue_queries failed: {exc!r}", len(ids))
+
+    def _inline_issue(self) -> Callable[[list[int], list[int]], None]:
+        """``issue`` for INLINE dispatch: the query is one batch, run on the issue thread.
+
+        A closure over its collaborators: SingleStream's latency is this path, and each
+        attribute lookup and call layer taken off it is measurable in LoadGen's p90.
+        """
+        add, claim = self.inflight.add, self.inflight.claim
+        sample, gather, buffer = self.dataset.sample, self.dataset.gather, self._inline_buffer
+        predict, postprocess = self.backend.predict, self.postprocess
+        complete, complete_empty = self.completer.complete, self.completer.complete_empty
+
+        def issue(ids: list[int], indices: list[int]) -> None:
+            self.issue_calls += 1
+            try:
+                token = add(ids)
+            except Exception as exc:  # a bug here must not leave LoadGen waiting
+                self.fail("harness_error", f"issue_queries failed: {exc!r}", len(ids))
+                return
+            if token is None:  # drained: answer at once
+                complete_empty(ids)
+                return
+            try:
+                batch = (sample(indices[0]) if len(indices) == 1 else
+                         gather(np.asarray(indices, dtype=np.int64), buffer))
+                responses = postprocess(predict(batch))
+            except Exception as exc:
+                self._batch_failed(exc, len(ids))
+                return
+            if claim(token):  # not drained (watchdog) while we predicted
+                complete(ids, responses)
+
+        return issue
 
     def flush(self) -> None:
         """Nothing is held back: workers batch only within ``max_wait_us``."""
@@ -398,6 +432,8 @@ class SystemUnderTest:
             carry = None
             if first is None:
                 return
+            if len(first[0]) > max_batch:  # a coalesced query: the rest starts the next batch
+                first, carry = _split(first, max_batch)
             queries, count = [first], len(first[0])
             self.waits.append(wait)
             deadline = time.perf_counter() + wait
@@ -415,9 +451,8 @@ class SystemUnderTest:
                 if nxt is None:
                     stopping = True
                     break
-                if count + len(nxt[0]) > max_batch:
-                    carry = nxt  # starts the next batch
-                    break
+                if count + len(nxt[0]) > max_batch:  # fill the batch, carry the rest
+                    nxt, carry = _split(nxt, max_batch - count)
                 queries.append(nxt)
                 count += len(nxt[0])
             if 2 * count >= max_batch:
@@ -446,6 +481,12 @@ class SystemUnderTest:
                     f"(sut.watchdog_timeout_s); outstanding samples were completed empty",
                 )
                 self.drain()
+
+
+def _split(query: Query, size: int) -> tuple[Query, Query]:
+    """The first ``size`` samples of a query, and the rest."""
+    ids, indices = query
+    return (ids[:size], indices[:size]), (ids[size:], indices[size:])
 
 
 # How often a Server worker looks for more queries while its batch is open.

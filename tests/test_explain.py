@@ -24,11 +24,12 @@ def test_server_over_the_bound_says_lower_target_qps(tmp_path: Path) -> None:
         "early_stopping_met": False, "effective_target_qps": 800,
         "effective_target_latency_ns": 15_000_000, "effective_target_latency_percentile": 0.99,
         "result_99.00_percentile_latency_ns": 31_000_000, "num_errors": 0,
+        "result_completed_samples_per_sec": 799.5,  # kept up: the tail was the problem
         "early_stopping_result": " * Run unsuccessful.\n * Would need 500 more queries",
     })
     [latency, early] = explain(perf)
     assert "p99 31.00 ms > 15 ms bound at 800 QPS" in latency.evidence
-    assert "lower loadgen.target_qps to about 387" in latency.advice
+    assert "lower loadgen.target_qps to about 400" in latency.advice
     assert "Would need 500 more queries" in early.evidence
 
 
@@ -60,3 +61,17 @@ def test_a_valid_run_needs_no_explanation(tmp_path: Path) -> None:
         "result_min_queries_met": True, "early_stopping_met": True, "num_errors": 0,
     })
     assert explain(perf) == []
+
+
+def test_server_that_fell_behind_says_step_back_to_what_it_completed(tmp_path: Path) -> None:
+    perf = _summary(tmp_path, Scenario.SERVER, {
+        "result_validity": "INVALID", "result_perf_constraints_met": False,
+        "early_stopping_met": True, "effective_target_qps": 300_000,
+        "effective_target_latency_ns": 10_000_000, "effective_target_latency_percentile": 0.99,
+        "result_99.00_percentile_latency_ns": 588_000_000, "num_errors": 0,
+        "result_completed_samples_per_sec": 251_000.0,
+    })
+    [latency] = explain(perf)
+    assert "completed only 251,000 samples/s" in latency.evidence
+    # 0.9 x what it completed, not 300k x 10/588 (about 5,100)
+    assert "lower loadgen.target_qps to about 225,900" in latency.advice

@@ -71,6 +71,31 @@ def test_effective_settings_come_from_the_written_conf_files(runs_dir: Path) -> 
     assert config["provenance"]["loadgen.target_qps"] == "--set loadgen.target_qps"
 
 
+@pytest.mark.parametrize("coalesce", [True, False])
+def test_coalesce_queries_reaches_loadgen_and_the_sut_takes_merged_queries(
+        coalesce: bool, runs_dir: Path) -> None:
+    # 20k QPS: LoadGen's issue thread oversleeps its schedule by tens of microseconds, so
+    # with coalescing on some calls carry several queries; off, every call carries one.
+    proc = run_cli("run", "--scenario", "server", "--backend", "null", "--quick",
+                   "--set", "loadgen.target_qps=20000", "--set", "loadgen.min_duration_ms=1000",
+                   "--set", f"loadgen.coalesce_queries={str(coalesce).lower()}",
+                   "--runs-dir", str(runs_dir))
+    assert proc.returncode in (0, 2), proc.stderr
+    perf_dir = only_run_dir(runs_dir) / "performance"
+    assert f"digits.Server.coalesce_queries = {int(coalesce)}" in (
+        perf_dir / "user.conf").read_text()
+    log = parse_detail_log(perf_dir / "mlperf_log_detail.txt")
+    assert log.values["requested_server_coalesce_queries"] is coalesce
+    assert log.values["num_errors"] == 0
+    status = json.loads((perf_dir / "status.json").read_text())
+    samples = status["samples_completed"]
+    assert samples >= 20_000
+    if coalesce:
+        assert status["issue_calls"] < samples
+    else:
+        assert status["issue_calls"] == samples
+
+
 def test_a_stray_audit_config_cannot_change_a_run(runs_dir: Path, tmp_path: Path) -> None:
     # LoadGen reads ./audit.config by default; the child's cwd is its test dir, and
     # the harness passes an explicit empty name anyway. Plant one in the repo root.

@@ -134,6 +134,23 @@ def test_server_batches_waiting_queries_up_to_the_max() -> None:
     assert done.values == {qid + 1: qid % 10 for qid in range(10)}
 
 
+def test_server_splits_a_coalesced_query_larger_than_a_batch() -> None:
+    # With loadgen.coalesce_queries LoadGen hands over every overdue query in one call,
+    # which can exceed max_batch_size: the batches stay within it and nothing is lost.
+    backend = EchoBackend()
+    sut, done = make_sut(Scenario.SERVER, backend, max_batch_size=4, max_wait_us=0, workers=1)
+    sut.start()
+    sut.issue(list(range(100, 110)), list(range(10)))
+    sut.issue([200, 201, 202], [3, 4, 5])
+    wait_for(lambda: done.completed == 13)
+    sut.stop()
+    assert max(backend.batch_sizes) == 4
+    assert sorted(qid for batch in done.batches for qid in batch) == [
+        *range(100, 110), 200, 201, 202]
+    assert done.values == {**{100 + i: i for i in range(10)}, 200: 3, 201: 4, 202: 5}
+    assert sut.issue_calls == 2
+
+
 def test_a_failing_batch_is_completed_counted_and_drains_the_rest() -> None:
     backend = EchoBackend(fail_on=2)
     sut, done = make_sut(Scenario.OFFLINE, backend, max_batch_size=10, workers=1)
