@@ -408,3 +408,26 @@ def test_backend_options_are_validated_config_keys() -> None:
     assert bad.returncode == 1 and "backend.torch.dtype" in bad.stderr
     graphs = run_cli("config", "--backend", "torch", "--set", "backend.torch.cuda_graphs=true")
     assert graphs.returncode == 1 and "cuda_graphs needs device" in graphs.stderr
+
+
+def test_onnxruntime_predicts_through_the_binding_and_agrees_with_the_public_api(
+        card: Any, digits: tuple[np.ndarray, np.ndarray]) -> None:
+    backend: Any = create("onnxruntime", {"intra_op_threads": 1})
+    backend.load(card, MAX_BATCH)
+    # The fast path is in use (if onnxruntime renames its binding, this says the
+    # backend fell back to InferenceSession.run: correct, but slower per query).
+    assert backend._run == backend._session._sess.run
+    images = np.ascontiguousarray(digits[0][:MAX_BATCH])
+    public = backend._session.run([card.output.name], {card.input.name: images})[0]
+    np.testing.assert_array_equal(backend.predict(images), public)
+    np.testing.assert_array_equal(backend.predict(images[3:4]), public[3:4])
+    backend.close()
+
+
+def test_a_card_naming_a_missing_input_is_refused_at_load(card: Any) -> None:
+    from suite.errors import BackendError
+
+    wrong = card.model_copy(update={"input": card.input.model_copy(update={"name": "pixels"})})
+    backend = create("onnxruntime", {})
+    with pytest.raises(BackendError, match=r"names input 'pixels'.*has inputs"):
+        backend.load(wrong, MAX_BATCH)
