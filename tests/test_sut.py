@@ -17,6 +17,7 @@ import pytest
 from suite.backends.null import NullBackend
 from suite.config import SutConfig
 from suite.datasets.base import InMemoryDataset
+from suite.errors import DatasetError
 from suite.models import load_card
 from suite.paths import find_paths
 from suite.postprocess import make_postprocess
@@ -255,3 +256,21 @@ def test_every_scenario_has_a_dispatch(scenario: Scenario) -> None:
     from suite.sut import DISPATCH
 
     assert scenario in DISPATCH
+
+
+def test_samples_staged_in_loadgen_order_gather_without_a_copy_when_consecutive() -> None:
+    # LoadGen's Offline query is the loaded set repeated in load order.
+    dataset = ArrayDataset(20)
+    order = [7, 3, 11, 3, 0, 19, 5]  # duplicates allowed
+    dataset.load(order)
+    out = dataset.new_buffer(8)
+    run = dataset.gather(np.array([3, 11, 0, 19]), out)
+    assert np.shares_memory(run, dataset._loaded) and not np.shares_memory(run, out)
+    assert [int(x) for x in run[:, 0, 0, 0]] == [3, 11, 0, 19]
+    wrapped = dataset.gather(np.array([19, 5, 7, 3]), out)  # across the end of one pass
+    assert np.shares_memory(wrapped, out)
+    assert [int(x) for x in wrapped[:, 0, 0, 0]] == [19, 5, 7, 3]
+    shuffled = dataset.gather(np.array([11, 7, 5]), out)
+    assert [int(x) for x in shuffled[:, 0, 0, 0]] == [11, 7, 5]
+    with pytest.raises(DatasetError, match="not loaded"):
+        dataset.sample(4)

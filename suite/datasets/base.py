@@ -48,13 +48,21 @@ class InMemoryDataset:
                 "sample_shape": list(self.sample_shape), "dtype": str(self.dtype)}
 
     def load(self, indices: Sequence[int]) -> None:
-        """Stage the samples at ``indices`` (duplicates allowed) in one contiguous array."""
-        unique = np.unique(np.asarray(indices, dtype=np.int64))
+        """Stage the samples at ``indices`` (duplicates allowed) in one contiguous array,
+        in the order given.
+
+        LoadGen's Offline query is the loaded set repeated in the order it was loaded
+        (measured), so staged in that order most Offline batches are one slice of the
+        array, which ``gather`` hands over without a copy.
+        """
+        order = np.asarray(indices, dtype=np.int64)
+        unique, first = np.unique(order, return_index=True)
         if len(unique) and (unique[0] < 0 or unique[-1] >= self.total_count):
             raise DatasetError(f"{self.name}: QSL index out of range 0..{self.total_count - 1}")
-        self._loaded = np.ascontiguousarray(self._read(unique), dtype=self.dtype)
+        staged = order[np.sort(first)]  # first occurrences, in LoadGen's order
+        self._loaded = np.ascontiguousarray(self._read(staged), dtype=self.dtype)
         self._slots.fill(-1)
-        self._slots[unique] = np.arange(len(unique))
+        self._slots[staged] = np.arange(len(staged))
 
     def unload(self, indices: Sequence[int]) -> None:
         """Drop the staged samples."""
@@ -73,9 +81,14 @@ class InMemoryDataset:
         return self._loaded[slot:slot + 1]
 
     def gather(self, indices: IndexArray, out: Batch) -> Batch:
-        """Copy the staged samples at ``indices`` into ``out[:n]`` and return that view."""
+        """The staged samples at ``indices`` as one batch: a view of the staged array when
+        they lie in it consecutively, else copied into ``out[:n]``."""
         n = len(indices)
         if n == 1:
             return self.sample(int(indices[0]))
-        np.take(self._loaded, self._slots[indices], axis=0, out=out[:n])
+        slots = self._slots[indices]
+        start = int(slots[0])
+        if start >= 0 and int(slots[-1]) - start == n - 1 and (np.diff(slots) == 1).all():
+            return self._loaded[start:start + n]  # staged in this order: no copy
+        np.take(self._loaded, slots, axis=0, out=out[:n])
         return out[:n]
