@@ -7,7 +7,8 @@ a confirming run last, and write them where ``suite run`` picks them up.
   (too high a hint makes LoadGen run out of generated queries).
 * Server: for each candidate ``max_batch_size``, ``max_wait_us`` is derived from the
   latency bound and the batch latency measured on the backend (``sut.derive_max_wait_s``),
-  then a bisection finds the highest ``target_qps`` that stays VALID
+  then, for each candidate worker count, a bisection finds the highest ``target_qps``
+  that stays VALID
   (latency percentile and early stopping both count; a probe is long enough for
   early stopping's 459 queries). The best pair wins.
 
@@ -182,39 +183,51 @@ class Tuner:
             hint = got.mean_latency_ms * 0.8  # a little low: over-generating is harmless
         raise RuntimeError(f"could not find a VALID {scenario} probe; see the probe runs")
 
-    def server(self, offline_rate: float, batch_sizes: list[int], steps: int) -> float:
+    def server(self, offline_rate: float, batch_sizes: list[int], steps: int,
+               workers: list[int] | None = None) -> float:
+        """The highest VALID Server rate over ``batch_sizes`` x ``workers`` (default: the
+        configured worker count), confirmed, with the pair that reached it."""
         config = prepare(self._request("server", {}), self.paths)[0]
         bound_us = config.loadgen.latency_bound_ms * 1000
-        best: tuple[float, int, int] | None = None
+        counts = workers or [config.sut.workers]
+        best: tuple[float, int, int, int] | None = None
         for batch in batch_sizes:
             batch_us = self._batch_latency_us(batch)
             wait_us = int(derive_max_wait_s(bound_us / 1e6, batch_us / 1e6) * 1e6)
             self.say(f"  server batch {batch}: measured batch latency {batch_us:.0f} us -> "
                      f"max_wait_us {wait_us} (a quarter of the {bound_us / 1000:g} ms bound "
                      "less two batches)")
-            sets = {"sut.max_batch_size": batch, "sut.max_wait_us": wait_us}
-            # Halve from the Offline rate until a rate is VALID, then bisect upwards.
-            lo, hi, rate = 0.0, offline_rate, offline_rate / 2
-            for _ in range(10):
-                if self._server_probe(rate, sets).valid:
-                    lo = rate
-                    break
-                hi, rate = rate, rate / 2
-            for _ in range(steps if lo else 0):
-                mid = (lo + hi) / 2
-                lo, hi = (mid, hi) if self._server_probe(mid, sets).valid else (lo, mid)
-            if lo > 0 and (best is None or lo > best[0]):
-                best = (lo, batch, wait_us)
+            for count in counts:
+                sets = {"sut.max_batch_size": batch, "sut.max_wait_us": wait_us,
+                        "sut.workers": count}
+                lo = self._highest_valid(offline_rate, sets, steps)
+                if lo > 0 and (best is None or lo > best[0]):
+                    best = (lo, batch, wait_us, count)
         if best is None:
             raise RuntimeError("no Server probe was VALID; lower the batch sizes or check "
                                "the backend's latency against the bound")
-        qps, batch, wait_us = best
-        qps = self._confirm_server(round(qps, 1), batch, wait_us)
+        qps, batch, wait_us, count = best
+        qps = self._confirm_server(round(qps, 1), batch, wait_us, count)
         self._choose("server", "sut.max_batch_size", batch,
                      f"highest VALID rate among batch sizes {batch_sizes}")
         self._choose("server", "sut.max_wait_us", wait_us,
                      "a quarter of the latency bound less two measured batches")
+        self._choose("server", "sut.workers", count,
+                     f"highest VALID rate among worker counts {counts}")
         return qps
+
+    def _highest_valid(self, offline_rate: float, sets: dict[str, Any], steps: int) -> float:
+        """Halve from half the Offline rate until a probe is VALID, then bisect upwards."""
+        lo, hi, rate = 0.0, offline_rate, offline_rate / 2
+        for _ in range(10):
+            if self._server_probe(rate, sets).valid:
+                lo = rate
+                break
+            hi, rate = rate, rate / 2
+        for _ in range(steps if lo else 0):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if self._server_probe(mid, sets).valid else (lo, mid)
+        return lo
 
     def _server_probe(self, rate: float, sets: dict[str, Any]) -> ProbeResult:
         # Long enough for early stopping's 459 queries, with room for a few over the bound.
@@ -222,10 +235,10 @@ class Tuner:
         return self.probe("server", {"loadgen.target_qps": round(rate, 1),
                                      "loadgen.min_duration_ms": duration, **sets})
 
-    def _confirm_server(self, qps: float, batch: int, wait_us: int) -> float:
+    def _confirm_server(self, qps: float, batch: int, wait_us: int, workers: int) -> float:
         for _ in range(6):
             sets: dict[str, Any] = {"loadgen.target_qps": qps, "sut.max_batch_size": batch,
-                                    "sut.max_wait_us": wait_us}
+                                    "sut.max_wait_us": wait_us, "sut.workers": workers}
             if self.confirm_ms is not None:
                 sets["loadgen.min_duration_ms"] = self.confirm_ms
             got = self.probe("server", sets, quick=False)
@@ -284,7 +297,7 @@ class Tuner:
 def tune(paths: Paths, benchmark: str, backend: str, scenarios: list[Scenario],
          system: str | None, runs_dir: Path, probe_ms: int, confirm_ms: int | None,
          batch_sizes: list[int], steps: int, fresh: bool,
-         say: Callable[[str], None]) -> TuneReport:
+         say: Callable[[str], None], workers: list[int] | None = None) -> TuneReport:
     """Tune ``scenarios`` (Server needs Offline's rate first) and write the settings file."""
     tuner = Tuner(paths, benchmark, backend, system, runs_dir, probe_ms, confirm_ms, fresh, say)
     offline_rate: float | None = None
@@ -297,6 +310,6 @@ def tune(paths: Paths, benchmark: str, backend: str, scenarios: list[Scenario],
             tuner.stream(stream.value)
     if Scenario.SERVER in scenarios and offline_rate:
         say("Server: finding the highest VALID target_qps")
-        tuner.server(offline_rate, batch_sizes, steps)
+        tuner.server(offline_rate, batch_sizes, steps, workers)
     tuner.write()
     return tuner.report

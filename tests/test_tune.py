@@ -10,7 +10,8 @@ from pathlib import Path
 from .conftest import run_cli
 
 TUNE = ["tune", "--scenario", "server", "--probe-ms", "1500", "--confirm-ms", "2500",
-        "--batch-sizes", "16", "--steps", "3", "--backend", "null", "--system", "testbox"]
+        "--batch-sizes", "16", "--workers", "2", "--steps", "3", "--backend", "null",
+        "--system", "testbox"]
 
 
 def test_tune_confirms_writes_settings_and_reuses_probes(suite_home: Path,
@@ -25,6 +26,8 @@ def test_tune_confirms_writes_settings_and_reuses_probes(suite_home: Path,
     server = tuned["benchmarks"]["digits"]["scenarios"]["server"]
     assert server["loadgen"]["target_qps"] > 0
     assert server["sut"]["max_batch_size"] == 16
+    assert server["sut"]["workers"] == 2
+    assert "highest VALID rate among worker counts [2]" in settings.read_text()
     assert "confirmed by a run of 2500 ms" in settings.read_text()
     offline = tuned["benchmarks"]["digits"]["scenarios"]["offline"]["loadgen"]
     assert offline["expected_qps"] > 0

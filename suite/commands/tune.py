@@ -20,11 +20,14 @@ import click
               help="confirming run length (default: the official duration, 600 s)")
 @click.option("--batch-sizes", default="1,4,16", show_default=True,
               help="Server batch sizes to try, comma-separated")
+@click.option("--workers", "worker_counts", default="",
+              help="Server worker counts to try, comma-separated (default: the configured "
+              "sut.workers; one more than the cores can cover the time each waits for the GIL)")
 @click.option("--steps", default=6, show_default=True, help="Server bisection steps")
 @click.option("--fresh", is_flag=True, help="ignore cached probes")
 def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], system: str | None,
                  runs_dir: Path | None, probe_ms: int, confirm_ms: int | None, batch_sizes: str,
-                 steps: int, fresh: bool) -> int:
+                 worker_counts: str, steps: int, fresh: bool) -> int:
     """Find Offline expected QPS, stream latency hints and the highest VALID Server rate."""
     from rich.console import Console
     from rich.markup import escape
@@ -37,15 +40,12 @@ def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], syste
     err = Console(stderr=True, soft_wrap=True)
     paths = find_paths()
     chosen = [Scenario(s) for s in scenarios] or list(Scenario)
-    try:
-        sizes = [int(b) for b in batch_sizes.split(",") if b.strip()]
-    except ValueError:
-        raise click.BadParameter(
-            f"--batch-sizes {batch_sizes!r}: integers, comma-separated") from None
+    sizes = _int_list("--batch-sizes", batch_sizes)
+    counts = _int_list("--workers", worker_counts) or None
     try:
         report = tune(paths, benchmark, backend, chosen, system,
                       (runs_dir or paths.runs).resolve(), probe_ms, confirm_ms, sizes, steps,
-                      fresh, lambda m: err.print(escape(m)))
+                      fresh, lambda m: err.print(escape(m)), counts)
     except RuntimeError as exc:
         from ..errors import SuiteError
 
@@ -63,3 +63,13 @@ def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], syste
 
 
 COMMANDS = [tune_command]
+
+
+def _int_list(option: str, text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{option} {text!r}: integers, comma-separated") from None
+    if any(v < 1 for v in values):
+        raise click.BadParameter(f"{option} {text!r}: each value must be at least 1")
+    return values
