@@ -425,19 +425,20 @@ class SystemUnderTest:
         # heavy load it fills batches.
         wait = max_wait
         buffer = self.dataset.new_buffer(max_batch)
-        carry: Query | None = None
+        # The rest of a query that did not fit, in batch-sized pieces: a coalesced query
+        # can hold thousands of samples after a stall, and cutting it once is O(n).
+        carry: collections.deque[Query] = collections.deque()
         stopping = False
         while not stopping:
-            first = carry if carry is not None else self._next_query()
-            carry = None
+            first = carry.popleft() if carry else self._next_query()
             if first is None:
                 return
-            if len(first[0]) > max_batch:  # a coalesced query: the rest starts the next batch
-                first, carry = _split(first, max_batch)
+            if len(first[0]) > max_batch:  # a coalesced query: the rest starts later batches
+                first = _cut(first, max_batch, max_batch, carry)
             queries, count = [first], len(first[0])
             self.waits.append(wait)
             deadline = time.perf_counter() + wait
-            while count < max_batch:
+            while count < max_batch and not carry:
                 try:
                     nxt = self._queue.get_nowait()
                 except queue.Empty:
@@ -452,7 +453,7 @@ class SystemUnderTest:
                     stopping = True
                     break
                 if count + len(nxt[0]) > max_batch:  # fill the batch, carry the rest
-                    nxt, carry = _split(nxt, max_batch - count)
+                    nxt = _cut(nxt, max_batch - count, max_batch, carry)
                 queries.append(nxt)
                 count += len(nxt[0])
             if 2 * count >= max_batch:
@@ -483,10 +484,13 @@ class SystemUnderTest:
                 self.drain()
 
 
-def _split(query: Query, size: int) -> tuple[Query, Query]:
-    """The first ``size`` samples of a query, and the rest."""
+def _cut(query: Query, size: int, piece: int, rest: collections.deque[Query]) -> Query:
+    """The first ``size`` samples of ``query``; the rest is appended to ``rest`` in
+    pieces of at most ``piece`` samples."""
     ids, indices = query
-    return (ids[:size], indices[:size]), (ids[size:], indices[size:])
+    for start in range(size, len(ids), piece):
+        rest.append((ids[start:start + piece], indices[start:start + piece]))
+    return ids[:size], indices[:size]
 
 
 # How often a Server worker looks for more queries while its batch is open.
