@@ -95,7 +95,10 @@ VARIANTS = [
     # ~65 % busy and a loaded CI box tipped it over (p99 12-14 ms, three attempts).
     Variant("torch-bf16", "torch", {"dtype": "bf16"}, "bf16", scenarios=("server",),
             server_qps=400),
-    Variant("torch-fp32-compile", "torch", {"compile": True}, scenarios=("server",)),
+    # compiled torch: p99 11-24 ms in three attempts at 1000 QPS once while the same
+    # box ran a type check beside CI; half the rate keeps its ~5000 queries.
+    Variant("torch-fp32-compile", "torch", {"compile": True}, scenarios=("server",),
+            server_qps=500),
     Variant("torch-bf16-compile", "torch", {"dtype": "bf16", "compile": True}, "bf16",
             scenarios=()),
     Variant("onnxruntime-cuda", "onnxruntime",
