@@ -24,15 +24,39 @@ STEADY = ["--scenario", "singlestream", "--quick", "--set", "loadgen.expected_la
           "--set", "loadgen.min_duration_ms=1500"]
 
 
+# A VM stall (queries of 14-22 ms were seen against the 8 ms pad) shifts a 188-query
+# p90 by more than the verdicts' 10 %: a reference that far off the pad is taken again,
+# and an honest compliance run gets up to three attempts, each recorded as a user's
+# retries are. A cheating backend must fail its first attempt.
+PAD_MS, ATTEMPTS = 8.0, 3
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A VALID performance + accuracy run of the steady backend, shared by the module."""
-    runs = tmp_path_factory.mktemp("reference_runs")
-    proc = run_cli("run", *STEADY, "--mode", "all", "--runs-dir", str(runs),
-                   "--backend", f"{BACKENDS}:SteadyBackend")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    [run_dir] = list(runs.iterdir())
+    for attempt in range(1, ATTEMPTS + 1):
+        runs = tmp_path_factory.mktemp("reference_runs")
+        proc = run_cli("run", *STEADY, "--mode", "all", "--runs-dir", str(runs),
+                       "--backend", f"{BACKENDS}:SteadyBackend")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        [run_dir] = list(runs.iterdir())
+        perf = RunResult.load(run_dir / "result.json").tests[0].performance
+        assert perf is not None and perf.metric_value is not None
+        if perf.metric_value <= PAD_MS * 1.05:
+            break
+        print(f"reference attempt {attempt}: p90 {perf.metric_value:.3f} ms (stalled VM?)")
     return run_dir
+
+
+def _honest(test: str, reference: Path, runs_dir: Path,
+            ) -> tuple[subprocess.CompletedProcess[str], RunResult]:
+    for attempt in range(1, ATTEMPTS + 1):
+        proc, result = _compliance(test, "SteadyBackend", reference, runs_dir)
+        if proc.returncode == 0:
+            break
+        print(f"{test} attempt {attempt} failed (stalled VM?):\n{proc.stdout[-1500:]}")
+    assert result.compliance is not None and result.compliance.attempt == attempt
+    return proc, result
 
 
 def _compliance(test: str, backend: str, reference: Path, runs_dir: Path,
@@ -45,7 +69,7 @@ def _compliance(test: str, backend: str, reference: Path, runs_dir: Path,
 
 
 def test_test01_passes_on_an_honest_run(reference: Path, runs_dir: Path) -> None:
-    proc, result = _compliance("TEST01", "SteadyBackend", reference, runs_dir)
+    proc, result = _honest("TEST01", reference, runs_dir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert result.compliance is not None and result.compliance.passed
     run_dir = Path(result.run_dir)
@@ -76,7 +100,7 @@ def test_test01_fails_on_a_backend_that_perturbs_in_performance_mode(
 
 def test_test04_passes_honest_and_fails_a_caching_backend(reference: Path,
                                                           runs_dir: Path) -> None:
-    proc, honest = _compliance("TEST04", "SteadyBackend", reference, runs_dir)
+    proc, honest = _honest("TEST04", reference, runs_dir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert honest.compliance is not None and honest.compliance.passed
     detail = (Path(honest.run_dir) / "performance" / "mlperf_log_detail.txt").read_text()
