@@ -256,6 +256,8 @@ class SystemUnderTest:
     # -- LoadGen callbacks (must never raise) ----------------------------------------
 
     def issue(self, ids: list[int], indices: list[int]) -> None:
+        """Server and Offline; for INLINE dispatch ``__init__`` replaces it with
+        ``_inline_issue``'s closure."""
         self.issue_calls += 1  # only LoadGen's issue thread writes it
         try:
             if self.dispatch is Dispatch.DYNAMIC:
