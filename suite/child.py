@@ -31,11 +31,13 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ConfigDict
 
 from . import backends, datasets
+from .backends import BackendBase, BackendInfo
 from .config import RunConfig
 from .loadgen import Completer, run_test
-from .models import load_card
+from .models import ModelCard, load_card
 from .paths import find_paths
 from .postprocess import make_postprocess
+from .process_workers import WorkerSpec
 from .settings import LoadGenSettings
 from .sut import SystemUnderTest
 
@@ -113,6 +115,14 @@ def _control(sut: SystemUnderTest, interrupted: threading.Event) -> None:
             return
 
 
+def load_model(home: Path, config: RunConfig) -> tuple[ModelCard, BackendBase, BackendInfo]:
+    """The run's model card and its backend, loaded (here and in each worker process)."""
+    card = load_card(find_paths(home), config.benchmark).with_model_path(
+        config.data.model_path)
+    backend = backends.create(config.backend, config.backend_options)
+    return card, backend, backend.load(card, config.sut.max_batch_size)
+
+
 def run_child(spec: ChildSpec, progress: TextIO) -> int:
     """Run the test described by ``spec``; return the process exit code."""
     config, test_dir = spec.config, spec.test_dir
@@ -120,10 +130,8 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
     settings = LoadGenSettings(**spec.settings)
     sut: SystemUnderTest | None = None
     try:
-        card = load_card(find_paths(spec.home), config.benchmark).with_model_path(
-            config.data.model_path)
-        backend = backends.create(config.backend, config.backend_options)
-        status.backend = asdict(backend.load(card, config.sut.max_batch_size))
+        card, backend, info = load_model(spec.home, config)
+        status.backend = asdict(info)
         # The parent built the preprocessing cache; here it is only opened.
         dataset = datasets.create(card, config.data)
         postprocess, response_dtype = make_postprocess(card)
@@ -132,6 +140,7 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
             backend, dataset, postprocess, Completer(response_dtype),
             config.scenario, config.sut, on_drain=drained.set,
             latency_bound_ms=config.loadgen.latency_bound_ms,
+            worker_spec=WorkerSpec(spec.home, config),
         )
         sut.warmup()
     except Exception as exc:
@@ -186,6 +195,7 @@ def _hard_exit_after_drain(sut: SystemUnderTest, drained: threading.Event,
     if status.write(name, code, sut, stage="run", loadgen_returned=False,
                     note=f"LoadGen had not finished {grace:g} s after the drain; "
                     "the process exited with the logs written so far"):
+        sut.abandon()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -76,6 +76,9 @@ class SutConfig(_Section):
         description="Server dynamic batching; -1 derives it from the latency bound and the "
         "batch latency measured at warm-up")
     workers: int = Field(default=1, ge=1, description="worker threads (Offline, Server)")
+    worker_model: Literal["threads", "processes"] = Field(
+        default="threads", description="Server: workers as threads, or as processes with "
+        "their own interpreters (the LoadGen process keeps only issuing and completing)")
     warmup_batches: int = Field(default=3, ge=0)
     watchdog_timeout_s: float = Field(default=60.0, gt=0, description="a batch older fails")
     drain_grace_s: float = Field(default=5.0, ge=0, description="wait for LoadGen after a stop")

@@ -37,8 +37,10 @@ import numpy as np
 from .backends.base import BackendBase
 from .config import SutConfig
 from .datasets.base import InMemoryDataset
+from .errors import ConfigError
 from .loadgen import Completer
 from .postprocess import Postprocess
+from .process_workers import ProcessWorkers, WorkerSpec
 from .scenarios import Scenario
 
 
@@ -180,6 +182,7 @@ class SystemUnderTest:
         config: SutConfig,
         on_drain: Callable[[], None] = lambda: None,
         latency_bound_ms: float | None = None,
+        worker_spec: WorkerSpec | None = None,
     ) -> None:
         self.backend = backend
         self.dataset = dataset
@@ -205,6 +208,16 @@ class SystemUnderTest:
         self.waits: collections.deque[float] = collections.deque(maxlen=1000)
         if self.dispatch is Dispatch.INLINE:
             self.issue = self._inline_issue()  # type: ignore[method-assign,assignment]
+        #: Server workers as processes (``sut.worker_model``), made by ``start``.
+        self.processes: ProcessWorkers | None = None
+        self._worker_spec = worker_spec
+        if config.worker_model == "processes":
+            if self.dispatch is not Dispatch.DYNAMIC:
+                raise ConfigError(
+                    f"sut.worker_model = 'processes' is implemented for Server only, not "
+                    f"{scenario.value}", hint="set sut.worker_model = 'threads' for it")
+            if worker_spec is None:
+                raise ValueError("worker processes need a WorkerSpec to build their backend")
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -233,7 +246,9 @@ class SystemUnderTest:
         frameworks keep per-thread state (torch.compile's guards, thread pools) whose
         first use is slow and must not land inside the measured run.
         """
-        if self.dispatch is not Dispatch.INLINE:
+        if self.config.worker_model == "processes" and self._worker_spec is not None:
+            self._start_processes(self._worker_spec)
+        elif self.dispatch is not Dispatch.INLINE:
             target = self._split_worker if self.dispatch is Dispatch.SPLIT else self._dynamic_worker
             ready = threading.Barrier(self.config.workers + 1)
             for n in range(self.config.workers):
@@ -245,9 +260,36 @@ class SystemUnderTest:
         watchdog = threading.Thread(target=self._watchdog, name="sut-watchdog", daemon=True)
         watchdog.start()
 
+    def _start_processes(self, spec: WorkerSpec) -> None:
+        pool = self.processes = ProcessWorkers(
+            spec, self.dataset, self.completer, self.config.workers,
+            self.config.max_batch_size, self._worker_failed)
+        pool.start(self.max_wait_s, timeout_s=max(60.0, self.config.watchdog_timeout_s))
+        pool_issue = pool.issue
+
+        def issue(ids: list[int], indices: list[int]) -> None:
+            self.issue_calls += 1
+            try:
+                pool_issue(ids, indices)
+            except Exception as exc:  # a bug here must not leave LoadGen waiting
+                self.fail("harness_error", f"issue_queries failed: {exc!r}", len(ids))
+
+        self.issue = issue  # type: ignore[method-assign]
+
+    def abandon(self) -> None:
+        """Stop worker processes at once: the process exits without LoadGen returning."""
+        if self.processes is not None:
+            self.processes.abandon()
+
+    def _worker_failed(self, kind: str, message: str, samples: int, trace: str) -> None:
+        self.failures.record(kind, message, samples, trace)
+        self.drain()
+
     def stop(self) -> None:
         """Stop the workers (after LoadGen returned) without waiting on a hung backend."""
         self._stop.set()
+        if self.processes is not None:
+            self.processes.stop()
         for _ in self._threads:
             self._queue.put(None)
         for thread in self._threads:
@@ -320,6 +362,8 @@ class SystemUnderTest:
     def load(self, indices: list[int]) -> None:
         try:
             self.dataset.load(indices)
+            if self.processes is not None:
+                self.processes.publish()
         except Exception as exc:
             self.fail("dataset_error", f"loading samples failed: {exc!r}", 0)
 
@@ -343,6 +387,8 @@ class SystemUnderTest:
         ids = self.inflight.claim_all()
         if ids:
             self.completer.complete_empty(ids)
+        if self.processes is not None:
+            self.processes.drain()
         self._drain_queue()
         if first:
             self._on_drain()
@@ -477,6 +523,9 @@ class SystemUnderTest:
         timeout = self.config.watchdog_timeout_s
         while not self._stop.wait(min(1.0, timeout / 4)):
             age = self.inflight.oldest_age()
+            if self.processes is not None:
+                self.processes.check_alive()
+                age = max(age, self.processes.oldest_busy_s())
             if age > timeout and not self.draining.is_set():
                 self.failures.record(
                     "watchdog_timeout",

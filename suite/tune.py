@@ -55,7 +55,7 @@ class Choice:
     """A tuned value with the evidence behind it."""
 
     key: str
-    value: float | int
+    value: float | int | str
     why: str
 
 
@@ -184,36 +184,47 @@ class Tuner:
         raise RuntimeError(f"could not find a VALID {scenario} probe; see the probe runs")
 
     def server(self, offline_rate: float, batch_sizes: list[int], steps: int,
-               workers: list[int] | None = None) -> float:
-        """The highest VALID Server rate over ``batch_sizes`` x ``workers`` (default: the
-        configured worker count), confirmed, with the pair that reached it."""
+               counts: list[int] | None = None, models: list[str] | None = None,
+               setups: list[tuple[str, int]] | None = None) -> float:
+        """The highest VALID Server rate over ``batch_sizes`` x worker setups, confirmed,
+        with the setup that reached it.
+
+        A worker setup is ``(sut.worker_model, sut.workers)``: ``setups`` names them,
+        else every pair of ``models`` x ``counts`` (each defaulting to the configured one).
+        """
         config = prepare(self._request("server", {}), self.paths)[0]
         bound_us = config.loadgen.latency_bound_ms * 1000
-        counts = workers or [config.sut.workers]
-        best: tuple[float, int, int, int] | None = None
+        setups = setups or [(model, count) for model in models or [config.sut.worker_model]
+                            for count in counts or [config.sut.workers]]
+        best: tuple[float, dict[str, Any]] | None = None
         for batch in batch_sizes:
             batch_us = self._batch_latency_us(batch)
             wait_us = int(derive_max_wait_s(bound_us / 1e6, batch_us / 1e6) * 1e6)
             self.say(f"  server batch {batch}: measured batch latency {batch_us:.0f} us -> "
                      f"max_wait_us {wait_us} (a quarter of the {bound_us / 1000:g} ms bound "
                      "less two batches)")
-            for count in counts:
-                sets = {"sut.max_batch_size": batch, "sut.max_wait_us": wait_us,
-                        "sut.workers": count}
+            for model, count in setups:
+                sets: dict[str, Any] = {"sut.max_batch_size": batch, "sut.max_wait_us": wait_us,
+                                        "sut.workers": count, "sut.worker_model": model}
                 lo = self._highest_valid(offline_rate, sets, steps)
+                self.say(f"  server batch {batch}, {count} worker {model}: highest VALID "
+                         f"probe {lo:,.0f} QPS")
                 if lo > 0 and (best is None or lo > best[0]):
-                    best = (lo, batch, wait_us, count)
+                    best = (lo, sets)
         if best is None:
             raise RuntimeError("no Server probe was VALID; lower the batch sizes or check "
                                "the backend's latency against the bound")
-        qps, batch, wait_us, count = best
-        qps = self._confirm_server(round(qps, 1), batch, wait_us, count)
-        self._choose("server", "sut.max_batch_size", batch,
+        qps, sets = best
+        qps = self._confirm_server(round(qps, 1), sets)
+        self._choose("server", "sut.max_batch_size", sets["sut.max_batch_size"],
                      f"highest VALID rate among batch sizes {batch_sizes}")
-        self._choose("server", "sut.max_wait_us", wait_us,
+        self._choose("server", "sut.max_wait_us", sets["sut.max_wait_us"],
                      "a quarter of the latency bound less two measured batches")
-        self._choose("server", "sut.workers", count,
-                     f"highest VALID rate among worker counts {counts}")
+        tried = ", ".join(f"{count} {model}" for model, count in setups)
+        self._choose("server", "sut.workers", sets["sut.workers"],
+                     f"highest VALID rate among worker setups: {tried}")
+        self._choose("server", "sut.worker_model", sets["sut.worker_model"],
+                     f"highest VALID rate among worker setups: {tried}")
         return qps
 
     def _highest_valid(self, offline_rate: float, sets: dict[str, Any], steps: int) -> float:
@@ -235,10 +246,9 @@ class Tuner:
         return self.probe("server", {"loadgen.target_qps": round(rate, 1),
                                      "loadgen.min_duration_ms": duration, **sets})
 
-    def _confirm_server(self, qps: float, batch: int, wait_us: int, workers: int) -> float:
+    def _confirm_server(self, qps: float, setup: dict[str, Any]) -> float:
         for _ in range(6):
-            sets: dict[str, Any] = {"loadgen.target_qps": qps, "sut.max_batch_size": batch,
-                                    "sut.max_wait_us": wait_us, "sut.workers": workers}
+            sets: dict[str, Any] = {"loadgen.target_qps": qps, **setup}
             if self.confirm_ms is not None:
                 sets["loadgen.min_duration_ms"] = self.confirm_ms
             got = self.probe("server", sets, quick=False)
@@ -267,7 +277,7 @@ class Tuner:
 
     # -- output -----------------------------------------------------------------------
 
-    def _choose(self, scenario: str, key: str, value: float | int, why: str) -> None:
+    def _choose(self, scenario: str, key: str, value: float | int | str, why: str) -> None:
         self.report.choices.setdefault(scenario, []).append(Choice(key, value, why))
 
     def write(self) -> Path:
@@ -297,7 +307,8 @@ class Tuner:
 def tune(paths: Paths, benchmark: str, backend: str, scenarios: list[Scenario],
          system: str | None, runs_dir: Path, probe_ms: int, confirm_ms: int | None,
          batch_sizes: list[int], steps: int, fresh: bool,
-         say: Callable[[str], None], workers: list[int] | None = None) -> TuneReport:
+         say: Callable[[str], None], counts: list[int] | None = None,
+         models: list[str] | None = None) -> TuneReport:
     """Tune ``scenarios`` (Server needs Offline's rate first) and write the settings file."""
     tuner = Tuner(paths, benchmark, backend, system, runs_dir, probe_ms, confirm_ms, fresh, say)
     offline_rate: float | None = None
@@ -310,6 +321,6 @@ def tune(paths: Paths, benchmark: str, backend: str, scenarios: list[Scenario],
             tuner.stream(stream.value)
     if Scenario.SERVER in scenarios and offline_rate:
         say("Server: finding the highest VALID target_qps")
-        tuner.server(offline_rate, batch_sizes, steps, workers)
+        tuner.server(offline_rate, batch_sizes, steps, counts, models)
     tuner.write()
     return tuner.report

@@ -6,6 +6,7 @@ process imports them through ``PYTHONPATH`` (see ``conftest.run_cli``).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -40,6 +41,16 @@ class RaisingBackend(_Counting):
     def predict(self, batch: Batch) -> Outputs:
         if self._count() > HEALTHY_BATCHES:
             raise RuntimeError("injected failure: the accelerator fell off the bus")
+        return super().predict(batch)
+
+
+class ExitingBackend(_Counting):
+    """Exits its process with code 3 once ``HEALTHY_BATCHES`` batches have run (a crash
+    in native code, or the kernel's OOM killer, ends a worker process the same way)."""
+
+    def predict(self, batch: Batch) -> Outputs:
+        if self._count() > HEALTHY_BATCHES:
+            os._exit(3)
         return super().predict(batch)
 
 

@@ -17,6 +17,7 @@ from suite.results import RunResult
 from .conftest import REPO, cli_env, only_run_dir, run_cli
 
 FAST_FAIL = ["--set", "sut.watchdog_timeout_s=2", "--set", "sut.drain_grace_s=1"]
+PROCESSES = ["--set", "sut.worker_model=processes", "--workers", "2"]
 
 
 def _check_failed_run(proc: subprocess.CompletedProcess[str], runs_dir: Path,
@@ -46,6 +47,48 @@ def test_backend_that_raises_fails_the_run(scenario: str, runs_dir: Path) -> Non
     result = _check_failed_run(proc, runs_dir, "backend_error")
     assert "injected failure" in result.tests[0].message
     assert "injected failure" in proc.stderr
+
+
+def test_a_worker_process_that_raises_fails_the_run(runs_dir: Path) -> None:
+    proc = run_cli("run", "--scenario", "server", "--quick", "--runs-dir", str(runs_dir),
+                   "--backend", "tests.fault_backends:RaisingBackend", *PROCESSES, *FAST_FAIL)
+    result = _check_failed_run(proc, runs_dir, "backend_error")
+    assert "worker process" in result.tests[0].message
+    assert "injected failure" in result.tests[0].message
+
+
+def test_a_worker_process_that_dies_fails_the_run(runs_dir: Path) -> None:
+    proc = run_cli("run", "--scenario", "server", "--quick", "--runs-dir", str(runs_dir),
+                   "--backend", "tests.fault_backends:ExitingBackend", *PROCESSES, *FAST_FAIL,
+                   timeout=120)
+    result = _check_failed_run(proc, runs_dir, "worker_error")
+    assert "exited with code 3" in result.tests[0].message
+
+
+def _worker_processes() -> set[int]:
+    """PIDs of live multiprocessing spawn children (the Server worker processes)."""
+    pids = set()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"--multiprocessing-fork" in cmdline.read_bytes():
+                pids.add(int(cmdline.parent.name))
+        except OSError:
+            continue  # it exited while we looked
+    return pids
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc to find worker processes")
+def test_a_hung_worker_process_is_drained_and_killed_with_the_run(runs_dir: Path) -> None:
+    before = _worker_processes()
+    proc = run_cli("run", "--scenario", "server", "--quick", "--runs-dir", str(runs_dir),
+                   "--backend", "tests.fault_backends:HangingBackend", *PROCESSES, *FAST_FAIL,
+                   timeout=120)
+    result = _check_failed_run(proc, runs_dir, "watchdog_timeout")
+    assert "did not answer" in result.tests[0].message
+    deadline = time.monotonic() + 10
+    while (left := _worker_processes() - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"worker processes outlived the run: {left}"
 
 
 @pytest.mark.parametrize("scenario", ["offline", "singlestream"])

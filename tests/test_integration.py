@@ -118,10 +118,12 @@ def test_a_stray_audit_config_cannot_change_a_run(runs_dir: Path, tmp_path: Path
 
 # Every completion path: Offline's full and partial batches, Server's dynamic batches
 # of every size (the per-thread response pools grow), SingleStream's single samples.
-@pytest.mark.parametrize("scenario", ["offline", "server", "singlestream"])
+# "server-processes": the same through worker processes and the shared-memory ring.
+@pytest.mark.parametrize("scenario", ["offline", "server", "singlestream", "server-processes"])
 def test_accuracy_mode_matches_direct_onnxruntime(scenario: str, runs_dir: Path) -> None:
-    proc = run_cli("run", "--scenario", scenario, "--mode", "accuracy", "--quick",
-                   "--runs-dir", str(runs_dir))
+    extra = ["--set", "sut.worker_model=processes", "--workers", "2"] if "-" in scenario else []
+    proc = run_cli("run", "--scenario", scenario.split("-")[0], "--mode", "accuracy", "--quick",
+                   "--runs-dir", str(runs_dir), *extra)
     assert proc.returncode == 0, proc.stderr
     run_dir = only_run_dir(runs_dir)
     result = RunResult.load(run_dir / "result.json")

@@ -28,6 +28,9 @@ from suite.sut import InflightTable, SystemUnderTest
 class RecordingCompleter:
     """Stands in for ``loadgen.Completer``: records what would be completed."""
 
+    dtype = np.dtype(np.int32)
+    row_nbytes = 4
+
     def __init__(self) -> None:
         self.completed = 0
         self.batches: list[list[int]] = []

@@ -27,7 +27,8 @@ def test_tune_confirms_writes_settings_and_reuses_probes(suite_home: Path,
     assert server["loadgen"]["target_qps"] > 0
     assert server["sut"]["max_batch_size"] == 16
     assert server["sut"]["workers"] == 2
-    assert "highest VALID rate among worker counts [2]" in settings.read_text()
+    assert server["sut"]["worker_model"] == "threads"  # the configured model, recorded
+    assert "highest VALID rate among worker setups: 2 threads" in settings.read_text()
     assert "confirmed by a run of 2500 ms" in settings.read_text()
     offline = tuned["benchmarks"]["digits"]["scenarios"]["offline"]["loadgen"]
     assert offline["expected_qps"] > 0

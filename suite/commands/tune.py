@@ -23,11 +23,14 @@ import click
 @click.option("--workers", "worker_counts", default="",
               help="Server worker counts to try, comma-separated (default: the configured "
               "sut.workers; one more than the cores can cover the time each waits for the GIL)")
+@click.option("--worker-models", default="",
+              help="Server worker models to try with each count: threads, processes "
+              "(default: the configured sut.worker_model)")
 @click.option("--steps", default=6, show_default=True, help="Server bisection steps")
 @click.option("--fresh", is_flag=True, help="ignore cached probes")
 def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], system: str | None,
                  runs_dir: Path | None, probe_ms: int, confirm_ms: int | None, batch_sizes: str,
-                 worker_counts: str, steps: int, fresh: bool) -> int:
+                 worker_counts: str, worker_models: str, steps: int, fresh: bool) -> int:
     """Find Offline expected QPS, stream latency hints and the highest VALID Server rate."""
     from rich.console import Console
     from rich.markup import escape
@@ -41,11 +44,15 @@ def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], syste
     paths = find_paths()
     chosen = [Scenario(s) for s in scenarios] or list(Scenario)
     sizes = _int_list("--batch-sizes", batch_sizes)
-    counts = _int_list("--workers", worker_counts) or None
+    counts = _int_list("--workers", worker_counts)
+    models = [m.strip() for m in worker_models.split(",") if m.strip()]
+    if unknown := sorted(set(models) - {"threads", "processes"}):
+        raise click.BadParameter(f"--worker-models: unknown {', '.join(unknown)} "
+                                 "(threads, processes)")
     try:
         report = tune(paths, benchmark, backend, chosen, system,
                       (runs_dir or paths.runs).resolve(), probe_ms, confirm_ms, sizes, steps,
-                      fresh, lambda m: err.print(escape(m)), counts)
+                      fresh, lambda m: err.print(escape(m)), counts, models)
     except RuntimeError as exc:
         from ..errors import SuiteError
 

@@ -69,6 +69,14 @@ class InMemoryDataset:
         self._slots.fill(-1)
         self._loaded = np.empty((0, *self.sample_shape), dtype=self.dtype)
 
+    def staged(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
+        """The QSL-index-to-slot map (-1: not loaded) and the staged samples."""
+        return self._slots, self._loaded
+
+    def attach(self, slots: npt.NDArray[np.int64], loaded: npt.NDArray[Any]) -> None:
+        """Serve samples staged elsewhere (a worker process maps the LoadGen process's)."""
+        self._slots, self._loaded = slots, loaded
+
     def new_buffer(self, max_batch: int) -> Batch:
         """A batch buffer for ``gather``; one per worker thread."""
         return np.empty((max_batch, *self.sample_shape), dtype=self.dtype)
