@@ -92,16 +92,28 @@ def null_server_ceiling(outdir: Path, coalesce: bool = True, bound_ms: float = 1
     return low
 
 
-def server_max_valid(backend: str, offline_rate: float, runs_dir: Path, probe_ms: int) -> float:
+def server_max_valid(backend: str, offline_rate: float, runs_dir: Path, probe_ms: int,
+                     log: list[str]) -> float:
+    """``suite tune``'s Server search; what it said (each setup's best probe, the chosen
+    one) goes to ``log``."""
     from suite.tune import Tuner
 
     tuner = Tuner(find_paths(), "digits", backend, "bench", runs_dir, probe_ms,
-                  confirm_ms=2 * probe_ms, fresh=True, say=lambda message: None)
+                  confirm_ms=2 * probe_ms, fresh=True, say=log.append)
     cores = os.cpu_count() or 1
     # Threads do best with one worker more than the cores (it covers the GIL waits),
     # processes with one per core (measured; see the README).
-    return tuner.server(offline_rate, [128, 256], steps=5,
-                        setups=[("threads", cores + 1), ("processes", cores)])
+    qps = tuner.server(offline_rate, [128, 256], steps=5,
+                       setups=[("threads", cores + 1), ("processes", cores)])
+    log.extend(f"chosen {c.key} = {c.value}" for c in tuner.report.choices["server"])
+    return qps
+
+
+def loadgen_cores_at(qps: float, outdir: Path, seconds: float = 6.0) -> float:
+    """The cores LoadGen's own work (issuing, bookkeeping, completing) takes at ``qps``:
+    its null SUT's process CPU while running Server at that rate."""
+    cores = minimal_sut("server-null", str(qps), str(seconds), str(outdir), "10")["cores"]
+    return float(cores)
 
 
 def measure_digits(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
@@ -157,17 +169,31 @@ def measure_digits(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         # A VALID Server run must get through every stall of a shared VM, so one search
         # says little: ours and the null SUT's are interleaved and repeated too.
         offline_rate = statistics.median(series["offline_samples_per_s"])
-        ours_qps, null_qps = [], []
+        ours_qps, null_qps, lg_cores = [], [], []
+        searches: list[list[str]] = []
+        target_rate = 0.6 * offline_rate
         for repeat in range(args.repeats):
+            searches.append([])
             ours_qps.append(server_max_valid("onnxruntime", offline_rate, tmp / f"srv{repeat}",
-                                             3000))
+                                             3000, searches[-1]))
             null_qps.append(null_server_ceiling(tmp / f"null_srv{repeat}"))
+            lg_cores.append(loadgen_cores_at(target_rate, tmp / f"null_cpu{repeat}"))
         qps, null = statistics.median(ours_qps), statistics.median(null_qps)
         figures["server_max_valid_qps"] = stats(ours_qps)
         figures["server_over_offline_ratio"] = qps / offline_rate
         figures["loadgen_null_sut_server_max_valid_qps"] = stats(null_qps)
         figures["server_over_null_sut_server"] = qps / null
         figures["null_sut_server_over_offline_ratio"] = null / offline_rate
+        figures["server_searches"] = searches
+        # What 0.6 x our Offline rate asks of the machine, from below: inference at the
+        # raw one-loop-per-core cost (the least this backend needs per sample) plus what
+        # LoadGen's own work took at that rate in its null SUT. Any Python SUT on this
+        # backend needs at least this share of the cores, before any queueing headroom.
+        lg = statistics.median(lg_cores)
+        inference = target_rate * cores / statistics.median(series["raw_per_core_samples_per_s"])
+        figures["loadgen_null_sut_cores_at_0.6_offline"] = stats(lg_cores)
+        figures["inference_cores_at_0.6_offline"] = inference
+        figures["cpu_share_needed_at_0.6_offline"] = (lg + inference) / cores
         # Once, for context: the same ceiling when LoadGen makes one call per query.
         figures["loadgen_null_sut_server_uncoalesced_max_valid_qps"] = null_server_ceiling(
             tmp / "null_srv_uncoalesced", coalesce=False)
@@ -265,6 +291,12 @@ def _print(report: dict[str, Any]) -> None:
                       f"{digits['null_sut_server_over_offline_ratio']:.3f}")
         table.add_row("LoadGen null SUT Server max, uncoalesced (one search)",
                       f"{digits['loadgen_null_sut_server_uncoalesced_max_valid_qps']:,.0f}")
+        row("LoadGen null SUT cores at 0.6 x ours Offline",
+            "loadgen_null_sut_cores_at_0.6_offline", "{:.2f}")
+        table.add_row("inference cores at that rate (raw per-core cost)",
+                      f"{digits['inference_cores_at_0.6_offline']:.2f}")
+        table.add_row("share of the cores needed at that rate (at least)",
+                      f"{digits['cpu_share_needed_at_0.6_offline']:.2f}")
     resnet = report.get("resnet50_shaped")
     if resnet:
         for name, key in (("ResNet-50-shaped raw samples/s", "raw_samples_per_s"),

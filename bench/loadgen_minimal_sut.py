@@ -12,7 +12,9 @@ Each mode runs one LoadGen test (one per process: LoadGen cannot run a second) o
 * ``server-null QPS SECONDS OUTDIR BOUND_MS [COALESCE]``: Server at ``QPS`` with
   inline completion: does LoadGen's Python binding alone stay VALID at that rate?
   ``COALESCE`` (1, the default, or 0) sets ``server_coalesce_queries`` as our
-  ``scenarios/server.toml`` does.
+  ``scenarios/server.toml`` does. It also reports ``cores``: the CPU this process
+  (LoadGen's threads and the completions) used between 30 % and 80 % of the run, the
+  share of the machine LoadGen's own work takes at that rate.
 
     python bench/loadgen_minimal_sut.py offline-null 500000 /tmp/out
 """
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 from collections.abc import Callable
 from itertools import repeat
 from pathlib import Path
@@ -86,6 +90,14 @@ def ort_issue(model: Path) -> tuple[Callable[[list[int], list[int]], None], int]
     return issue, 64
 
 
+def _sample_cores(seconds: float, out: list[float]) -> None:
+    """Cores this process used between 30 % and 80 % of a run of ``seconds``."""
+    time.sleep(0.3 * seconds)
+    cpu, wall = time.process_time(), time.monotonic()
+    time.sleep(0.5 * seconds)
+    out.append((time.process_time() - cpu) / (time.monotonic() - wall))
+
+
 def main() -> int:
     mode, args = sys.argv[1], sys.argv[2:]
     settings = lg.TestSettings()
@@ -117,9 +129,13 @@ def main() -> int:
         settings.min_duration_ms = int(seconds * 1000)
         settings.min_query_count = 100
         settings.server_coalesce_queries = args[4:5] != ["0"]
+        cores: list[float] = []
+        sampler = threading.Thread(target=_sample_cores, args=(seconds, cores), daemon=True)
+        sampler.start()
         detail = run(settings, Path(args[2]), null_issue())
         print(json.dumps({"valid": detail["result_validity"] == "VALID",
-                          "p99_us": detail["result_99.00_percentile_latency_ns"] / 1e3}))
+                          "p99_us": detail["result_99.00_percentile_latency_ns"] / 1e3,
+                          "cores": cores[0] if cores else None}))
     else:
         raise SystemExit(f"unknown mode {mode!r}; see the module docstring")
     return 0
