@@ -252,20 +252,22 @@ class ProcessWorkers:
                 return
 
     def _complete(self, first: int, count: int) -> None:
+        # Read before marking the positions done: once done they may be reused.
+        segments = _segments(first, count, self.layout.capacity)
+        if len(segments) == 1:
+            begin, end = segments[0]
+            ids = self._ids[begin:end].tolist()
+            responses = self._responses[begin:end].copy()
+        else:
+            ids = np.concatenate([self._ids[b:e] for b, e in segments]).tolist()
+            responses = np.concatenate([self._responses[b:e] for b, e in segments])
         with self._lock:
             if self._closed:
                 return  # the drain completed it
             self._done[first] = count
             while self._low in self._done:
                 self._low += self._done.pop(self._low)
-        segments = _segments(first, count, self.layout.capacity)
-        if len(segments) == 1:
-            begin, end = segments[0]
-            self.completer.complete(self._ids[begin:end].tolist(), self._responses[begin:end])
-        else:
-            ids = np.concatenate([self._ids[b:e] for b, e in segments]).tolist()
-            self.completer.complete(ids, np.concatenate([self._responses[b:e]
-                                                         for b, e in segments]))
+        self.completer.complete(ids, responses)
 
     def drain(self) -> None:
         """Complete every outstanding position empty; later queries are answered at once."""
