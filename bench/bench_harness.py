@@ -107,13 +107,21 @@ def server_max_valid(backend: str, offline_rate: float, runs_dir: Path, probe_ms
     one) goes to ``log``."""
     from suite.tune import Tuner
 
+    def say(message: str) -> None:
+        log.append(message)
+        print(f"server search: {message}", file=sys.stderr, flush=True)
+
     tuner = Tuner(find_paths(), "digits", backend, "bench", runs_dir, probe_ms,
-                  confirm_ms=2 * probe_ms, fresh=True, say=log.append)
+                  confirm_ms=2 * probe_ms, fresh=True, say=say)
     cores = os.cpu_count() or 1
     # Threads do best with one worker more than the cores (it covers the GIL waits),
     # processes with one per core (measured; see the README).
-    qps = tuner.server(offline_rate, [128, 256], steps=5,
-                       setups=[("threads", cores + 1), ("processes", cores)])
+    try:
+        qps = tuner.server(offline_rate, [128, 256], steps=5,
+                           setups=[("threads", cores + 1), ("processes", cores)])
+    except RuntimeError as exc:  # no rate confirmed VALID: that is the figure, 0
+        say(f"search failed: {exc}")
+        return 0.0
     log.extend(f"chosen {c.key} = {c.value}" for c in tuner.report.choices["server"])
     return qps
 
