@@ -9,7 +9,9 @@ One dispatch strategy per scenario:
 * Server: ``DYNAMIC``: each arriving query (one sample, or several when LoadGen
   coalesces overdue ones) goes on a queue; a worker takes the first, then adds more
   until ``max_batch_size`` samples or its current wait have passed, splitting a query
-  that does not fit; the wait adapts to the load between 0 and ``max_wait_us``.
+  that does not fit; the wait adapts to the load between 0 and ``max_wait_us``. With
+  ``sut.worker_model = "processes"`` the same policy runs in worker processes
+  (``process_workers``), and only issuing and completing stay in this process.
 
 Every issued sample is either on the Server queue or recorded in the ``InflightTable``
 until it is completed, so no exception, hang or stop can leave LoadGen waiting:
