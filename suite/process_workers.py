@@ -152,7 +152,7 @@ class ProcessWorkers:
                 self._fail("worker_error", f"worker processes not ready after {timeout_s:g} s "
                            "(sut.watchdog_timeout_s)", "")
                 break
-            kind, number, _ = _MESSAGE.unpack(self._reader.recv_bytes())
+            kind, _, _ = _MESSAGE.unpack(self._reader.recv_bytes())
             if kind == _READY:
                 ready += 1
             elif kind == _FAILED:
@@ -213,28 +213,31 @@ class ProcessWorkers:
         n = len(ids)
         capacity = self.layout.capacity
         with self._lock:
-            head = self._head
-            if self._closed or head + n - self._low > capacity:
-                overflow = not self._closed
-                head = -1
+            closed = self._closed
+            full = not closed and self._head + n - self._low > capacity
+            if not (closed or full):
+                self._publish(ids, indices)
+                return
+        self.completer.complete_empty(ids)  # drained, or no room: answered at once
+        if full:
+            self._fail("harness_error", f"{capacity} samples outstanding: the workers fell "
+                       "hopelessly behind the schedule; lower loadgen.target_qps", "")
+
+    def _publish(self, ids: list[int], indices: list[int]) -> None:
+        """Write a query at the head and advance it (the caller holds ``_lock``)."""
+        head, n, capacity = self._head, len(ids), self.layout.capacity
+        with self._claim_lock:  # the workers read the ring only while holding it
+            begin = head % capacity
+            if begin + n <= capacity:
+                self._indices[begin:begin + n] = indices
+                self._ids[begin:begin + n] = ids
             else:
-                with self._claim_lock:  # the workers read the ring only while holding it
-                    begin = head % capacity
-                    if begin + n <= capacity:
-                        self._indices[begin:begin + n] = indices
-                        self._ids[begin:begin + n] = ids
-                    else:
-                        split = capacity - begin
-                        self._indices[begin:], self._indices[:n - split] = (
-                            indices[:split], indices[split:])
-                        self._ids[begin:], self._ids[:n - split] = ids[:split], ids[split:]
-                    self._head = head + n
-                    self._ctrl[_HEAD] = head + n
-        if head < 0:
-            self.completer.complete_empty(ids)
-            if overflow:
-                self._fail("harness_error", f"{capacity} samples outstanding: the workers "
-                           "fell hopelessly behind", "")
+                split = capacity - begin
+                self._indices[begin:], self._indices[:n - split] = (
+                    indices[:split], indices[split:])
+                self._ids[begin:], self._ids[:n - split] = ids[:split], ids[split:]
+            self._head = head + n
+            self._ctrl[_HEAD] = head + n
 
     # -- completion ----------------------------------------------------------------------
 
