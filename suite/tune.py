@@ -7,10 +7,12 @@ a confirming run last, and write them where ``suite run`` picks them up.
   (too high a hint makes LoadGen run out of generated queries).
 * Server: for each candidate ``max_batch_size``, ``max_wait_us`` is derived from the
   latency bound and the batch latency measured on the backend (``sut.derive_max_wait_s``),
-  then, for each candidate worker count, a bisection finds the highest ``target_qps``
+  then, for each candidate worker setup, a bisection finds the highest ``target_qps``
   that stays VALID
   (latency percentile and early stopping both count; a probe is long enough for
-  early stopping's 459 queries). The best pair wins.
+  early stopping's 459 queries). The best pair wins. ``max_qps`` caps the search: a
+  probe issues ``target_qps`` x its duration queries, and a backend served elsewhere may
+  not be ours to flood.
 
 Every probe is a real LoadGen run through ``api.run``; its outcome is cached under the
 probe's full settings, so an interrupted search resumes and a second invocation
@@ -185,12 +187,14 @@ class Tuner:
 
     def server(self, offline_rate: float, batch_sizes: list[int], steps: int,
                counts: list[int] | None = None, models: list[str] | None = None,
-               setups: list[tuple[str, int]] | None = None) -> float:
+               setups: list[tuple[str, int]] | None = None,
+               max_qps: float | None = None) -> float:
         """The highest VALID Server rate over ``batch_sizes`` x worker setups, confirmed,
         with the setup that reached it.
 
         A worker setup is ``(sut.worker_model, sut.workers)``: ``setups`` names them,
         else every pair of ``models`` x ``counts`` (each defaulting to the configured one).
+        No probe asks for more than ``max_qps``.
         """
         config = prepare(self._request("server", {}), self.paths)[0]
         bound_us = config.loadgen.latency_bound_ms * 1000
@@ -206,7 +210,7 @@ class Tuner:
             for model, count in setups:
                 sets: dict[str, Any] = {"sut.max_batch_size": batch, "sut.max_wait_us": wait_us,
                                         "sut.workers": count, "sut.worker_model": model}
-                lo = self._highest_valid(offline_rate, sets, steps)
+                lo = self._highest_valid(offline_rate, sets, steps, max_qps)
                 self.say(f"  server batch {batch}, {count} worker {model}: highest VALID "
                          f"probe {lo:,.0f} QPS")
                 if lo > 0 and (best is None or lo > best[0]):
@@ -227,14 +231,19 @@ class Tuner:
                      f"highest VALID rate among worker setups: {tried}")
         return qps
 
-    def _highest_valid(self, offline_rate: float, sets: dict[str, Any], steps: int) -> float:
-        """Halve from half the Offline rate until a probe is VALID, then bisect upwards."""
-        lo, hi, rate = 0.0, offline_rate, offline_rate / 2
+    def _highest_valid(self, offline_rate: float, sets: dict[str, Any], steps: int,
+                       max_qps: float | None = None) -> float:
+        """Halve from half the Offline rate (or ``max_qps``, if lower) until a probe is
+        VALID, then bisect upwards, never above ``max_qps``."""
+        hi = min(offline_rate, max_qps) if max_qps else offline_rate
+        lo, rate = 0.0, min(offline_rate / 2, hi)
         for _ in range(10):
             if self._server_probe(rate, sets).valid:
                 lo = rate
                 break
             hi, rate = rate, rate / 2
+        if lo >= hi:  # VALID at the cap: nothing above it may be probed
+            return lo
         for _ in range(steps if lo else 0):
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if self._server_probe(mid, sets).valid else (lo, mid)
@@ -308,7 +317,7 @@ def tune(paths: Paths, benchmark: str, backend: str, scenarios: list[Scenario],
          system: str | None, runs_dir: Path, probe_ms: int, confirm_ms: int | None,
          batch_sizes: list[int], steps: int, fresh: bool,
          say: Callable[[str], None], counts: list[int] | None = None,
-         models: list[str] | None = None) -> TuneReport:
+         models: list[str] | None = None, max_qps: float | None = None) -> TuneReport:
     """Tune ``scenarios`` (Server needs Offline's rate first) and write the settings file."""
     tuner = Tuner(paths, benchmark, backend, system, runs_dir, probe_ms, confirm_ms, fresh, say)
     offline_rate: float | None = None
@@ -321,6 +330,6 @@ def tune(paths: Paths, benchmark: str, backend: str, scenarios: list[Scenario],
             tuner.stream(stream.value)
     if Scenario.SERVER in scenarios and offline_rate:
         say("Server: finding the highest VALID target_qps")
-        tuner.server(offline_rate, batch_sizes, steps, counts, models)
+        tuner.server(offline_rate, batch_sizes, steps, counts, models, max_qps=max_qps)
     tuner.write()
     return tuner.report

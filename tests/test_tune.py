@@ -9,13 +9,30 @@ from pathlib import Path
 
 from .conftest import run_cli
 
+# Capped at a rate the null backend sustains on any machine: uncapped, the search
+# starts at half the null backend's Offline rate (about 600k QPS here), and on a slow CI
+# machine those probes alone took ten minutes. The bisection itself is covered by
+# test_tune_search.py.
+MAX_QPS = 20000
 TUNE = ["tune", "--scenario", "server", "--probe-ms", "1500", "--confirm-ms", "2500",
         "--batch-sizes", "16", "--workers", "2", "--steps", "3", "--backend", "null",
-        "--system", "testbox"]
+        "--system", "testbox", "--max-qps", str(MAX_QPS)]
+
+
+def _generous_server_bound(home: Path, bound_ms: int = 1000) -> None:
+    """What is under test is the flow (probe, confirm, write, reuse), not this machine's
+    p99: a 1 s bound keeps the null backend VALID on a starved VM, where LoadGen's own
+    issue thread has been seen to miss 10 ms at 12k QPS."""
+    rules = home / "run_rules" / "v6.1.toml"
+    text = rules.read_text()
+    old = "[benchmarks.digits.scenarios.server]\nlatency_bound_ms = 10\n"
+    assert old in text
+    rules.write_text(text.replace(old, old.replace("= 10", f"= {bound_ms}")))
 
 
 def test_tune_confirms_writes_settings_and_reuses_probes(suite_home: Path,
                                                         runs_dir: Path) -> None:
+    _generous_server_bound(suite_home)
     first = run_cli(*TUNE, "--runs-dir", str(runs_dir), SUITE_HOME=str(suite_home),
                     timeout=600)
     assert first.returncode == 0, first.stdout + first.stderr
@@ -24,7 +41,7 @@ def test_tune_confirms_writes_settings_and_reuses_probes(suite_home: Path,
     settings = suite_home / "scenarios" / "systems" / "testbox" / "null.toml"
     tuned = tomllib.loads(settings.read_text())
     server = tuned["benchmarks"]["digits"]["scenarios"]["server"]
-    assert server["loadgen"]["target_qps"] > 0
+    assert 0 < server["loadgen"]["target_qps"] <= MAX_QPS
     assert server["sut"]["max_batch_size"] == 16
     assert server["sut"]["workers"] == 2
     assert server["sut"]["worker_model"] == "threads"  # the configured model, recorded

@@ -27,10 +27,13 @@ import click
               help="Server worker models to try with each count: threads, processes "
               "(default: the configured sut.worker_model)")
 @click.option("--steps", default=6, show_default=True, help="Server bisection steps")
+@click.option("--max-qps", type=click.FloatRange(min=0, min_open=True),
+              help="highest Server target_qps a probe may ask for (default: the Offline rate)")
 @click.option("--fresh", is_flag=True, help="ignore cached probes")
 def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], system: str | None,
                  runs_dir: Path | None, probe_ms: int, confirm_ms: int | None, batch_sizes: str,
-                 worker_counts: str, worker_models: str, steps: int, fresh: bool) -> int:
+                 worker_counts: str, worker_models: str, steps: int, max_qps: float | None,
+                 fresh: bool) -> int:
     """Find Offline expected QPS, stream latency hints and the highest VALID Server rate."""
     from rich.console import Console
     from rich.markup import escape
@@ -52,7 +55,7 @@ def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], syste
     try:
         report = tune(paths, benchmark, backend, chosen, system,
                       (runs_dir or paths.runs).resolve(), probe_ms, confirm_ms, sizes, steps,
-                      fresh, lambda m: err.print(escape(m)), counts, models)
+                      fresh, lambda m: err.print(escape(m)), counts, models, max_qps)
     except RuntimeError as exc:
         from ..errors import SuiteError
 
