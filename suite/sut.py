@@ -133,6 +133,9 @@ class SystemUnderTest:
         self.issue_calls = 0
         #: The wait each Server batch used (bounded: for tests and diagnosis).
         self.waits: collections.deque[float] = collections.deque(maxlen=1000)
+        #: Server batches begun by the worker threads; the watchdog only looks whether it
+        #: moves, so increments lost between threads do not matter.
+        self.batches_begun = 0
         if self.dispatch is Dispatch.INLINE:
             self.issue = self._inline_issue()  # type: ignore[method-assign,assignment]
         #: Server workers as processes (``sut.worker_model``), made by ``start``.
@@ -368,7 +371,13 @@ class SystemUnderTest:
         finally:
             with contextlib.suppress(threading.BrokenBarrierError):
                 ready.wait()
-        work()
+        try:
+            work()
+        except BaseException as exc:  # a vanished worker would leave its queries waiting
+            self.failures.record(
+                "harness_error", f"worker thread {threading.current_thread().name} stopped: "
+                f"{exc!r}", 0, traceback.format_exc())
+            self.drain()
 
     def _next_query(self) -> Query | None:
         """Block for the next item, waking every 50 ms to look again.
@@ -408,39 +417,48 @@ class SystemUnderTest:
             first = carry.popleft() if carry else self._next_query()
             if first is None:
                 return
-            if len(first[0]) > max_batch:  # a coalesced query: the rest starts later batches
-                first = _cut(first, max_batch, max_batch, carry)
-            queries, count = [first], len(first[0])
-            self.waits.append(wait)
-            deadline = time.perf_counter() + wait
-            while count < max_batch and not carry:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    remaining = deadline - time.perf_counter()
-                    if remaining <= 0:
+            self.batches_begun += 1
+            queries: list[Query] = [first]
+            try:
+                if len(first[0]) > max_batch:  # a coalesced query: the rest starts later batches
+                    first = queries[0] = _cut(first, max_batch, max_batch, carry)
+                count = len(first[0])
+                self.waits.append(wait)
+                deadline = time.perf_counter() + wait
+                while count < max_batch and not carry:
+                    try:
+                        nxt = self._queue.get_nowait()
+                    except queue.Empty:
+                        remaining = deadline - time.perf_counter()
+                        if remaining <= 0:
+                            break
+                        # Poll, not a blocking get per query: each blocking get hands the
+                        # GIL to the issue thread and back once per arriving query.
+                        time.sleep(min(remaining, _POLL_S))
+                        continue
+                    if nxt is None:
+                        stopping = True
                         break
-                    # Poll, not a blocking get per query: each blocking get hands the
-                    # GIL to the issue thread and back once per arriving query.
-                    time.sleep(min(remaining, _POLL_S))
-                    continue
-                if nxt is None:
-                    stopping = True
-                    break
-                if count + len(nxt[0]) > max_batch:  # fill the batch, carry the rest
-                    nxt = _cut(nxt, max_batch - count, max_batch, carry)
-                queries.append(nxt)
-                count += len(nxt[0])
-            if 2 * count >= max_batch:
-                wait = min(max_wait, max(2 * wait, 50e-6))
-            else:
-                wait = wait / 2 if wait > 20e-6 else 0.0
-            if len(queries) == 1:
-                ids, indices = first
-            else:
-                ids = list(chain.from_iterable(q[0] for q in queries))
-                indices = list(chain.from_iterable(q[1] for q in queries))
-            token = self.inflight.add(ids)
+                    if count + len(nxt[0]) > max_batch:  # fill the batch, carry the rest
+                        nxt = _cut(nxt, max_batch - count, max_batch, carry)
+                    queries.append(nxt)
+                    count += len(nxt[0])
+                if 2 * count >= max_batch:
+                    wait = min(max_wait, max(2 * wait, 50e-6))
+                else:
+                    wait = wait / 2 if wait > 20e-6 else 0.0
+                if len(queries) == 1:
+                    ids, indices = first
+                else:
+                    ids = list(chain.from_iterable(q[0] for q in queries))
+                    indices = list(chain.from_iterable(q[1] for q in queries))
+                token = self.inflight.add(ids)
+            except BaseException:
+                # What this worker holds is in no table a drain reaches: answer it here,
+                # or LoadGen waits for it forever (_warm_then records the failure).
+                self.completer.complete_empty(
+                    [qid for query in (*queries, *carry) for qid in query[0]])
+                raise
             if token is None:  # drained while this batch was gathered
                 self.completer.complete_empty(ids)
             else:
@@ -448,19 +466,28 @@ class SystemUnderTest:
 
     def _watchdog(self) -> None:
         timeout = self.config.watchdog_timeout_s
+        watch_queue = self.dispatch is Dispatch.DYNAMIC and self.processes is None
+        # Since when queries have waited in the Server queue with no batch begun.
+        queued_since, begun = -1.0, self.batches_begun
         while not self._stop.wait(min(1.0, timeout / 4)):
             age = self.inflight.oldest_age()
             if self.processes is not None:
                 self.processes.check_alive()
                 age = max(age, self.processes.oldest_busy_s())
-            if age > timeout and not self.draining.is_set():
-                self.failures.record(
-                    "watchdog_timeout",
-                    f"the backend did not answer a batch within {timeout:g} s "
-                    f"(sut.watchdog_timeout_s); outstanding samples were completed empty",
-                )
+            stalled = ""
+            if age > timeout:
+                stalled = f"the backend did not answer a batch within {timeout:g} s"
+            elif watch_queue:
+                if not self._queue.qsize() or self.batches_begun != begun:
+                    queued_since, begun = -1.0, self.batches_begun
+                elif queued_since < 0:
+                    queued_since = time.monotonic()
+                elif time.monotonic() - queued_since > timeout:
+                    stalled = f"queries waited {timeout:g} s with no worker taking them"
+            if stalled and not self.draining.is_set():
+                self.failures.record("watchdog_timeout", f"{stalled} (sut.watchdog_timeout_s); "
+                                     "outstanding samples were completed empty")
                 self.drain()
-
 
 def _cut(query: Query, size: int, piece: int, rest: collections.deque[Query]) -> Query:
     """The first ``size`` samples of ``query``; the rest is appended to ``rest`` in

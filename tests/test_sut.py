@@ -191,6 +191,45 @@ def test_watchdog_drains_a_hung_backend() -> None:
     assert sorted(done.empty) == list(range(1, 17)) and done.batches == []
 
 
+def test_a_server_worker_thread_that_stops_fails_the_run_instead_of_stranding_queries(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A bug outside predict (here: registering a batch) once would end the worker thread
+    # silently, and the queries behind it would wait forever.
+    sut, done = make_sut(Scenario.SERVER, EchoBackend(), max_batch_size=4, max_wait_us=0,
+                         workers=1)
+
+    def broken_add(ids: list[int]) -> int | None:
+        raise KeyError("bug")
+
+    monkeypatch.setattr(sut.inflight, "add", broken_add)
+    sut.start()
+    sut.issue([1, 2], [0, 1])
+    wait_for(lambda: bool(sut.failures))
+    sut.issue([3], [2])  # after the failure: answered at once
+    wait_for(lambda: done.completed == 3)
+    sut.stop()
+    failure = sut.failures.failures[0]
+    assert failure["kind"] == "harness_error"
+    assert "sut-worker-0 stopped" in failure["message"] and "bug" in failure["message"]
+    assert done.empty == [1, 2, 3] and done.batches == []  # the held ones too, once each
+
+
+def test_watchdog_drains_server_queries_no_worker_takes() -> None:
+    release = threading.Event()
+    sut, done = make_sut(Scenario.SERVER, EchoBackend(), max_batch_size=4, max_wait_us=0,
+                         workers=1, watchdog_timeout_s=0.2)
+    sut._dynamic_worker = release.wait  # type: ignore[method-assign,assignment]  # stuck
+    sut.start()
+    sut.issue([1, 2], [0, 1])
+    sut.issue([3], [2])
+    wait_for(lambda: done.completed == 3)
+    assert sut.failures.failures[0]["kind"] == "watchdog_timeout"
+    assert "no worker taking them" in sut.failures.failures[0]["message"]
+    assert sorted(done.empty) == [1, 2, 3] and done.batches == []
+    release.set()
+    sut.stop()
+
+
 def test_offline_span_is_carved_in_order_and_a_drain_returns_the_uncarved_rest() -> None:
     table = InflightTable()
     assert table.add_span(list(range(10)), list(range(100, 110)))
