@@ -219,7 +219,8 @@ class Tuner:
             raise RuntimeError("no Server probe was VALID; lower the batch sizes or check "
                                "the backend's latency against the bound")
         qps, sets = best
-        qps = self._confirm_server(round(qps, 1), sets)
+        capped = bool(max_qps) and qps >= (max_qps or 0)
+        qps = self._confirm_server(round(qps, 1), sets, capped)
         self._choose("server", "sut.max_batch_size", sets["sut.max_batch_size"],
                      f"highest VALID rate among batch sizes {batch_sizes}")
         self._choose("server", "sut.max_wait_us", sets["sut.max_wait_us"],
@@ -255,7 +256,12 @@ class Tuner:
         return self.probe("server", {"loadgen.target_qps": round(rate, 1),
                                      "loadgen.min_duration_ms": duration, **sets})
 
-    def _confirm_server(self, qps: float, setup: dict[str, Any]) -> float:
+    def _confirm_server(self, qps: float, setup: dict[str, Any], capped: bool = False) -> float:
+        if capped:
+            self.say(f"  {qps:,.0f} QPS is the --max-qps cap and was VALID: the system may "
+                     "sustain more (raise --max-qps to search above it)")
+        source = "the --max-qps cap, VALID in a probe" if capped else \
+            "highest VALID rate in the probes"
         for _ in range(6):
             sets: dict[str, Any] = {"loadgen.target_qps": qps, **setup}
             if self.confirm_ms is not None:
@@ -264,7 +270,7 @@ class Tuner:
             length = f"{self.confirm_ms} ms" if self.confirm_ms else "the official duration"
             if got.valid:
                 self._choose("server", "loadgen.target_qps", qps,
-                             f"highest VALID rate in the probes, confirmed by a run of {length} "
+                             f"{source}, confirmed by a run of {length} "
                              f"({got.run_dir})")
                 return qps
             self.say(f"  confirming run at {qps:,.0f} QPS was INVALID: stepping down 10 %")
