@@ -420,35 +420,13 @@ class SystemUnderTest:
             self.batches_begun += 1
             queries: list[Query] = [first]
             try:
-                if len(first[0]) > max_batch:  # a coalesced query: the rest starts later batches
-                    first = queries[0] = _cut(first, max_batch, max_batch, carry)
-                count = len(first[0])
-                self.waits.append(wait)
-                deadline = time.perf_counter() + wait
-                while count < max_batch and not carry:
-                    try:
-                        nxt = self._queue.get_nowait()
-                    except queue.Empty:
-                        remaining = deadline - time.perf_counter()
-                        if remaining <= 0:
-                            break
-                        # Poll, not a blocking get per query: each blocking get hands the
-                        # GIL to the issue thread and back once per arriving query.
-                        time.sleep(min(remaining, _POLL_S))
-                        continue
-                    if nxt is None:
-                        stopping = True
-                        break
-                    if count + len(nxt[0]) > max_batch:  # fill the batch, carry the rest
-                        nxt = _cut(nxt, max_batch - count, max_batch, carry)
-                    queries.append(nxt)
-                    count += len(nxt[0])
+                count, stopping = self._fill(queries, carry, wait)
                 if 2 * count >= max_batch:
                     wait = min(max_wait, max(2 * wait, 50e-6))
                 else:
                     wait = wait / 2 if wait > 20e-6 else 0.0
                 if len(queries) == 1:
-                    ids, indices = first
+                    ids, indices = queries[0]
                 else:
                     ids = list(chain.from_iterable(q[0] for q in queries))
                     indices = list(chain.from_iterable(q[1] for q in queries))
@@ -463,6 +441,37 @@ class SystemUnderTest:
                 self.completer.complete_empty(ids)
             else:
                 self._run((token, ids, indices), buffer)
+
+    def _fill(self, queries: list[Query], carry: collections.deque[Query],
+              wait: float) -> tuple[int, bool]:
+        """Add queued queries to ``queries`` (one, to start) until ``max_batch_size``
+        samples or ``wait`` seconds; a query that does not fit is cut and its rest goes
+        to ``carry``. Returns the batch's sample count and whether the stop signal was
+        taken."""
+        max_batch = self.config.max_batch_size
+        if len(queries[0][0]) > max_batch:  # a coalesced query: the rest starts later batches
+            queries[0] = _cut(queries[0], max_batch, max_batch, carry)
+        count = len(queries[0][0])
+        self.waits.append(wait)
+        deadline = time.perf_counter() + wait
+        while count < max_batch and not carry:
+            try:
+                nxt = self._queue.get_nowait()
+            except queue.Empty:
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0:
+                    return count, False
+                # Poll, not a blocking get per query: each blocking get hands the
+                # GIL to the issue thread and back once per arriving query.
+                time.sleep(min(remaining, _POLL_S))
+                continue
+            if nxt is None:
+                return count, True
+            if count + len(nxt[0]) > max_batch:  # fill the batch, carry the rest
+                nxt = _cut(nxt, max_batch - count, max_batch, carry)
+            queries.append(nxt)
+            count += len(nxt[0])
+        return count, False
 
     def _watchdog(self) -> None:
         timeout = self.config.watchdog_timeout_s
@@ -488,6 +497,7 @@ class SystemUnderTest:
                 self.failures.record("watchdog_timeout", f"{stalled} (sut.watchdog_timeout_s); "
                                      "outstanding samples were completed empty")
                 self.drain()
+
 
 def _cut(query: Query, size: int, piece: int, rest: collections.deque[Query]) -> Query:
     """The first ``size`` samples of ``query``; the rest is appended to ``rest`` in

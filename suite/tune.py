@@ -219,7 +219,7 @@ class Tuner:
             raise RuntimeError("no Server probe was VALID; lower the batch sizes or check "
                                "the backend's latency against the bound")
         qps, sets = best
-        capped = bool(max_qps) and qps >= (max_qps or 0)
+        capped = max_qps is not None and qps >= max_qps
         qps = self._confirm_server(round(qps, 1), sets, capped)
         self._choose("server", "sut.max_batch_size", sets["sut.max_batch_size"],
                      f"highest VALID rate among batch sizes {batch_sizes}")
