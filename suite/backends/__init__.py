@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import BackendUnavailable, ConfigError
-from .base import Backend, BackendBase, BackendInfo, BackendOptions
+from .base import Backend, BackendBase, BackendInfo, BackendOptions, RawInput
 
 __all__ = [
     "BUILTIN",
@@ -24,6 +24,7 @@ __all__ = [
     "BackendInfo",
     "BackendOptions",
     "BackendStatus",
+    "RawInput",
     "backend_class",
     "create",
     "ensure_available",

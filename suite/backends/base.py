@@ -34,13 +34,41 @@ class BackendOptions(BaseModel):
 
 @dataclass(frozen=True)
 class BackendInfo:
-    """What a loaded backend reports about itself; recorded in ``result.json``."""
+    """What a loaded backend reports about itself; recorded in ``result.json``.
+
+    ``precision`` and ``weight_transformations`` are what packaging states about the
+    run (weight data types, quantization): a backend fills them from what it actually
+    loaded and ran; left empty they are "not recorded", and packaging refuses to
+    invent them.
+    """
 
     name: str
     version: str
     device: str = "cpu"
     thread_safe: bool = True
     details: dict[str, str] = field(default_factory=dict)
+    #: Weights and compute precision that ran: "fp32", "fp16", "bf16", "int8", ...
+    precision: str = ""
+    #: What was done to the reference weights: "none", or e.g. "cast to fp16",
+    #: "int8 post-training calibration (entropy, 500 samples)".
+    weight_transformations: str = ""
+
+
+@dataclass(frozen=True)
+class RawInput:
+    """A dataset's staged form before normalisation, offered to a backend that can
+    normalise on its device (``BackendBase.accept_raw_input``).
+
+    Samples are ``dtype`` arrays of ``shape`` (uint8 HWC pixels for images, a quarter
+    of float32's bytes to gather and transfer); the model's input is ``x - means``
+    per channel (the last axis), as float, transposed to ``layout``.
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+    means: tuple[float, ...]
+    #: The model input's layout: "NCHW" (transpose HWC to CHW) or "NHWC".
+    layout: str
 
 
 @runtime_checkable
@@ -138,6 +166,19 @@ class BackendBase:
     def predict(self, batch: Batch) -> Outputs:
         """Run the model on ``batch`` (first axis = samples) and return its raw outputs."""
         raise NotImplementedError
+
+    def accept_raw_input(self, raw: RawInput) -> bool:
+        """Whether ``predict`` will take batches in ``raw`` form and normalise them
+        itself (on the device); called once after ``load``, before any batch. The
+        default refuses: the dataset then stages normalised model inputs."""
+        return False
+
+    def input_buffer(self, max_batch: int, sample_shape: tuple[int, ...],
+                     dtype: str) -> Batch | None:
+        """A preallocated host buffer the SUT gathers batches into, one per worker
+        (page-locked memory where a device copies from it), or None: the SUT then
+        allocates a plain one. ``predict`` receives ``buffer[:n]`` of it."""
+        return None
 
     def close(self) -> None:
         """Nothing to release by default."""
