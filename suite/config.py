@@ -45,8 +45,20 @@ from .scenarios import Mode, Scenario
 Layer = tuple[str, dict[str, Any]]
 
 
+#: The largest ``sut.max_batch_size``: 65,536 ResNet-50 inputs are 39 GB of float32,
+#: more than any accelerator holds; a larger value is a typo (an extra digit or two),
+#: and it would size the SUT's staging buffers before anything else could fail.
+MAX_BATCH_SIZE = 65_536
+#: The highest query rate a config may ask for: one query per nanosecond, the
+#: resolution of LoadGen's clock. A higher rate cannot be scheduled, and LoadGen would
+#: size its query schedule from it before the run could fail.
+MAX_QPS = 1e9
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # allow_inf_nan=False: TOML and --set accept inf and nan, and no setting means either
+    # (target_qps = inf once reached LoadGen's query-count arithmetic as a traceback).
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class LoadGenConfig(_Section):
@@ -59,8 +71,9 @@ class LoadGenConfig(_Section):
     samples_per_query: int = Field(default=8, ge=1, description="MultiStream")
     target_latency_percentile: float = Field(default=99.0, gt=0, lt=100)
     latency_bound_ms: int = Field(default=10, ge=1, description="Server; LoadGen reads whole ms")
-    target_qps: float = Field(default=100.0, gt=0, description="Server Poisson rate")
-    expected_qps: float = Field(default=1000.0, gt=0, description="Offline sizing hint")
+    target_qps: float = Field(default=100.0, gt=0, le=MAX_QPS, description="Server Poisson rate")
+    expected_qps: float = Field(default=1000.0, gt=0, le=MAX_QPS,
+                                description="Offline sizing hint")
     expected_latency_ms: float = Field(default=1.0, gt=0, description="SingleStream/MultiStream")
     coalesce_queries: bool = Field(
         default=False, description="Server: LoadGen issues the queries already due in one "
@@ -70,7 +83,8 @@ class LoadGenConfig(_Section):
 class SutConfig(_Section):
     """``[sut]``: how the system under test batches and schedules work."""
 
-    max_batch_size: int = Field(default=64, ge=1)
+    max_batch_size: int = Field(default=64, ge=1, le=MAX_BATCH_SIZE,
+                                description=f"samples per backend call, 1-{MAX_BATCH_SIZE:,}")
     max_wait_us: int = Field(
         default=-1, ge=-1,
         description="Server dynamic batching; -1 derives it from the latency bound and the "
@@ -171,6 +185,9 @@ class ConfigRequest:
     system: str | None = None
     #: Apply the system's tuned settings (``suite tune`` itself starts without them).
     use_tuned: bool = True
+    #: Run even when the pre-flight predicts an implausibly long test
+    #: (``preflight.MAX_PREDICTED_S``); the linter then warns instead of refusing.
+    force: bool = False
 
 
 def default_system_name() -> str:
@@ -232,10 +249,18 @@ def _check_keys(layer: Layer, keys: set[str]) -> None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a directory",
+                          hint="name a TOML file, e.g. --config my_settings.toml")
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})",
+                          hint="TOML files are UTF-8; re-save the file as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
@@ -249,16 +274,35 @@ class _Context:
 
 def _sub_table(tables: Any, name: str, source: str, kind: str, choices: Iterable[str]) -> Any:
     if not isinstance(tables, Mapping):
-        raise ConfigError(f"{source}: '{kind}' must be a table of tables")
+        raise ConfigError(
+            f"{source}: '{kind}' must be a table of tables, got {_toml_kind(tables)} "
+            f"{tables!r}", hint=f"write one [{kind}.<name>] table per {kind[:-1]}")
     choices = list(choices)
-    for key in tables:
+    for key, value in tables.items():
         if key not in choices:
             close = difflib.get_close_matches(key, choices, n=1, cutoff=0.5)
             raise ConfigError(
                 f"{source}: unknown {kind[:-1]} '{key}' in [{kind}.{key}]",
                 hint=f"did you mean '{close[0]}'?" if close else f"known: {', '.join(choices)}",
             )
+        if not isinstance(value, Mapping):
+            raise ConfigError(
+                f"{source}: [{kind}] {key} = {value!r}: a table is expected, "
+                f"{_toml_kind(value)} given", hint=f"write its settings under [{kind}.{key}]")
     return tables.get(name)
+
+
+def _toml_kind(value: Any) -> str:
+    """What a TOML value is, in TOML's words (for 'a table expected' messages)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "a date or time" if not isinstance(value, Mapping) else "a table"
 
 
 def _layers_from_table(
@@ -271,6 +315,10 @@ def _layers_from_table(
     normal: list[Layer] = [(source, flatten(rest))]
     quicks: list[Layer] = []
     if quick is not None:
+        if not isinstance(quick, Mapping):
+            raise ConfigError(f"{source}: quick = {quick!r}: a table is expected, "
+                              f"{_toml_kind(quick)} given",
+                              hint="write --quick settings under [quick.<section>]")
         quicks.append((f"{source} [quick]", flatten(quick)))
     if benches is not None:
         sub = _sub_table(benches, ctx.benchmark, source, "benchmarks", ctx.benchmarks)

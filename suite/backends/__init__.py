@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,20 +35,32 @@ __all__ = [
 BUILTIN: dict[str, str] = {
     "null": "suite.backends.null:NullBackend",
     "onnxruntime": "suite.backends.onnxruntime:OnnxRuntimeBackend",
+    "simulated": "suite.backends.simulated:SimulatedBackend",
     "torch": "suite.backends.pytorch:TorchBackend",
     "tensorrt": "suite.backends.trt:TensorRTBackend",
 }
 
 
+_SPEC_HINT = "a custom backend is named 'package.module:ClassName' and must be importable"
+
+
 def _import(spec: str) -> type[BackendBase]:
-    module_name, _, class_name = spec.partition(":")
+    module_name, _, class_name = (part.strip() for part in spec.partition(":"))
+    if not module_name or not class_name:
+        raise ConfigError(f"backend '{spec}' names no {'module' if not module_name else 'class'}",
+                          hint=_SPEC_HINT)
     try:
         module = importlib.import_module(module_name)
         cls = getattr(module, class_name)
-    except (ImportError, AttributeError) as exc:
+    # Importing runs the module's code: a custom backend can raise anything there (a
+    # RuntimeError from a driver probe, a SyntaxError, a sys.exit), and every one of them
+    # is "this backend cannot be used", said in one line, not a traceback.
+    except (Exception, SystemExit) as exc:
         raise ConfigError(
-            f"backend '{spec}' cannot be imported: {exc}",
-            hint="a custom backend is named 'package.module:ClassName' and must be importable",
+            f"backend '{spec}' cannot be imported: {type(exc).__name__}: {exc}",
+            hint=_SPEC_HINT if isinstance(exc, (ImportError, AttributeError)) else
+            f"importing {module_name} raised; fix the module (python -c 'import {module_name}' "
+            "shows the traceback)",
         ) from None
     if not (isinstance(cls, type) and issubclass(cls, BackendBase)):
         raise ConfigError(f"backend '{spec}' is not a suite.backends.BackendBase subclass")
@@ -70,6 +83,12 @@ def backend_class(name: str) -> type[BackendBase]:
 def parse_options(name: str, raw: dict[str, Any], source: str = "config") -> BackendOptions:
     """Validate ``[backend.<name>]`` options against the backend's ``Options`` model."""
     cls = backend_class(name)
+    for key, value in raw.items():
+        # As for every config float (config._Section): no option means inf or nan, and
+        # a backend's own Options model may not say so.
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{source}: backend.{name}.{key} = {value!r}: not a finite number",
+                              hint="give a finite value")
     try:
         return cls.Options.model_validate(raw)
     except ValidationError as exc:

@@ -1,7 +1,7 @@
 """The ImageNet 2012 validation set from a user's directory, as MLPerf's ResNet-50 uses it.
 
 The directory holds the validation JPEGs and ``val_map.txt``: one ``<file name>
-<label>`` line per image, labels 0-999. QSL index ``i`` is line ``i`` of
+<label>`` line per image, labels 0-999 (``label_range``: from the model card). QSL index ``i`` is line ``i`` of
 ``val_map.txt`` (the official accuracy script, ``tools/accuracy-imagenet.py``,
 assumes the same order). The directory comes from ``data.dataset_dir`` or
 ``SUITE_IMAGENET_DIR`` (resolved in ``config``).
@@ -34,12 +34,36 @@ _HINT_DIR = ("set data.dataset_dir (--set data.dataset_dir=/path, a [data] table
              "JPEGs and val_map.txt")
 
 
-def read_val_map(directory: Path) -> tuple[list[Path], npt.NDArray[np.int64]]:
-    """The image files and labels ``val_map.txt`` lists, every file checked to exist.
+#: ImageNet 2012's 1,000 classes: the labels when the model card does not say.
+IMAGENET_LABELS = range(1000)
+
+
+def label_range(card: ModelCard) -> range:
+    """The dataset labels the card's model can predict: its classes shifted by the
+    postprocess ``label_offset``, without the background class an offset of -1 drops.
+
+    The class count is the card's ``[output] classes`` if present, else the width of an
+    ``argmax`` output; a card with neither gets ImageNet's 1,000. resnet50 (1001 classes,
+    offset -1) gives 0-999.
+    """
+    classes = (card.output.model_extra or {}).get("classes")
+    shape = card.output.sample_shape
+    if not isinstance(classes, int) and card.postprocess.kind == "argmax" and shape:
+        classes = shape[-1] if shape[-1] > 0 else None
+    if not isinstance(classes, int):
+        return IMAGENET_LABELS
+    offset = card.postprocess.label_offset
+    return range(max(0, offset), classes + offset)
+
+
+def read_val_map(directory: Path, labels_in: range = IMAGENET_LABELS,
+                 ) -> tuple[list[Path], npt.NDArray[np.int64]]:
+    """The image files and labels ``val_map.txt`` lists, every file checked to exist
+    and every label in ``labels_in`` (``label_range(card)``).
 
     Example::
 
-        files, labels = read_val_map(Path("/data/imagenet2012"))
+        files, labels = read_val_map(Path("/data/imagenet2012"), label_range(card))
     """
     if not str(directory) or str(directory) == ".":
         raise DatasetError("no ImageNet directory is configured", hint=_HINT_DIR)
@@ -59,8 +83,17 @@ def read_val_map(directory: Path) -> tuple[list[Path], npt.NDArray[np.int64]]:
         if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
             raise DatasetError(f"{val_map}:{number}: expected '<file name> <label>', "
                                f"got {line.strip()!r}")
+        label = int(parts[1])
+        if label not in labels_in:
+            # A label the model cannot predict scores as a miss: accuracy would drop
+            # silently instead of the file being fixed.
+            raise DatasetError(
+                f"{val_map}:{number}: label {label} is outside {labels_in.start}-"
+                f"{labels_in.stop - 1}, the labels the model card scores",
+                hint=f"fix {VAL_MAP}: ImageNet validation labels are 0-999, one "
+                "'<file> <label>' line per image (the official val_map.txt)")
         files.append(directory / parts[0])
-        labels.append(int(parts[1]))
+        labels.append(label)
     if not files:
         raise DatasetError(f"{val_map} lists no images")
     missing = [path for path in files if not path.is_file()]
@@ -91,7 +124,7 @@ class ImagenetDataset(InMemoryDataset):
         self.norm = NormalizeParams(means=norm.means,
                                     layout="NCHW" if layout == "NCHW" else "NHWC")
         self.directory = Path(data.dataset_dir) if data.dataset_dir else Path()
-        self.files, labels = read_val_map(self.directory)
+        self.files, labels = read_val_map(self.directory, label_range(card))
         self.cache = CropCache(Path(data.cache_dir), self.name, self.files, crop)
         self.report: CacheReport = self.cache.ensure(data.preprocess_workers, progress)
         self._crops = self.cache.open()
