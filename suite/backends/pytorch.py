@@ -13,9 +13,15 @@ CUDA streams) lives in a ``threading.local``. Compiled forwards are serialised, 
 torch.compile's guards are not safe under concurrent calls (they recompiled mid-run),
 and a CUDA-graph replay takes a lock, because a graph's static tensors are shared.
 
-Warm-up: ``load`` runs every shape the run can produce through ``torch.compile``
-(batch 1 is specialised, 2 and above share one dynamic graph) and captures the CUDA
-graphs, so neither lands inside LoadGen's measured run.
+Warm-up (``shapes``): no batch size the run can produce meets the device for the first
+time under LoadGen. On CUDA every size 1..max is run at load (``all``), or batches are
+padded to a few buckets that are (``buckets``, as CUDA graphs are); on a CPU the shape
+classes torch.compile specialises on (1, 2, 3, max). ``cudnn.benchmark`` and TF32 are
+set from options, never left to process state, and recorded in ``BackendInfo``.
+
+Raw input (CUDA): ``accept_raw_input`` takes uint8 HWC pixel batches, a quarter of
+float32's bytes to copy, and normalises them on the device; ``input_buffer`` hands the
+SUT page-locked buffers, so a batch gathered there is copied to the device directly.
 """
 
 from __future__ import annotations
@@ -32,7 +38,16 @@ from pydantic import Field, model_validator
 
 from ..errors import BackendError, ModelError
 from ..models import sha256_file
-from .base import BackendBase, BackendInfo, BackendOptions, nvidia_gpu_problem
+from .base import BackendBase, BackendInfo, BackendOptions, RawInput, nvidia_gpu_problem
+from .torch_support import (
+    ShapePlan,
+    ShapePolicy,
+    normalize_on_device,
+    pad_rows,
+    plan_shapes,
+    precision_flags,
+    precision_record,
+)
 
 if TYPE_CHECKING:
     from ..models import ModelCard
@@ -67,6 +82,16 @@ class TorchOptions(BackendOptions):
                               "stream per worker thread, overlapping compute")
     num_threads: int = Field(default=1, ge=0, description="torch.set_num_threads for CPU ops; "
                              "0: torch decides. Keep workers x num_threads <= cores")
+    shapes: ShapePolicy = Field(
+        default="auto", description="batch sizes warmed at load: 'all' runs every size "
+        "1..sut.max_batch_size; 'buckets' pads each batch to the next power of two (or "
+        "cuda_graph_batch_sizes) and warms those; 'auto': all on CUDA (buckets with "
+        "cuda_graphs), on a CPU the sizes 1, 2, 3 and the maximum")
+    cudnn_benchmark: bool = Field(default=False, description="CUDA: torch.backends.cudnn."
+                                  "benchmark; it times every kernel at each new shape "
+                                  "(68-160 ms a shape measured on an H100)")
+    tf32: bool = Field(default=False, description="CUDA fp32: allow TF32 in convolutions "
+                       "and matmuls (faster, 10-bit mantissa); recorded in the precision")
 
     @model_validator(mode="after")
     def _consistent(self) -> TorchOptions:
@@ -77,6 +102,11 @@ class TorchOptions(BackendOptions):
                              "compile_mode = 'reduce-overhead' for CUDA graphs under torch.compile")
         if any(size < 1 for size in self.cuda_graph_batch_sizes):
             raise ValueError("cuda_graph_batch_sizes must be positive")
+        if self.cuda_graphs and self.shapes == "all":
+            raise ValueError("cuda_graphs pads batches to the captured sizes; use shapes "
+                             "'buckets' or 'auto' with it")
+        if self.tf32 and (self.dtype != "fp32" or not self.device.startswith("cuda")):
+            raise ValueError("tf32 applies to dtype 'fp32' on a CUDA device only")
         return self
 
 
@@ -157,10 +187,16 @@ class TorchBackend(BackendBase):
         # torch.compile's guards are not safe to evaluate from two threads at once: under
         # concurrent calls torch 2.13 logged "Unexpected recompilation: runtime guards
         # failed" and recompiled inside the measured run (a 350 ms stall). Compiled calls
-        # are serialised; eager ones run concurrently.
+        # are serialised, on CUDA until their output is copied back (a compiled CUDA graph
+        # reuses its output memory); eager ones run concurrently.
         self._compiled_lock = threading.Lock()
         self._max_batch = 0
         self._sample_shape: tuple[int, ...] = ()
+        self._plan = ShapePlan("small", ())
+        self._raw: RawInput | None = None
+        self._means: Any = None
+        #: Page-locked buffers handed out by ``input_buffer``, by host address.
+        self._buffers: dict[int, tuple[Any, np.dtype[Any], tuple[int, ...]]] = {}
 
     @classmethod
     def options_problem(cls, options: BackendOptions) -> str | None:
@@ -171,79 +207,97 @@ class TorchBackend(BackendBase):
 
     # -- loading ---------------------------------------------------------------------
 
-    def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
-        import torch  # lazy: keeps `import suite` light
+    def build_model(self, card: ModelCard) -> Any:
+        """The card's module with its verified weights, in eval mode, on the CPU.
 
-        self._torch, opts = torch, self.opts
+        A subclass may build another module (``bench/gpu_resnet50.py`` does); ``load``
+        places, casts, compiles and warms whatever this returns.
+        """
+        torch = self._torch
         module_cls = _load_module_class(card)
         state = torch.load(_verified_state_dict_path(card), map_location="cpu",
                            weights_only=True)
         if card.model.weights_sha256 and weights_sha256(state) != card.model.weights_sha256:
             raise ModelError(f"the weights in {card.model.torch_state_dict} differ from "
                              f"weights_sha256 in {card.card_path}, the hash of the ONNX file's")
+        model = module_cls()
+        model.load_state_dict(state)
+        return model.eval()
+
+    def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
+        import torch  # lazy: keeps `import suite` light
+
+        self._torch, opts = torch, self.opts
         if opts.num_threads:
             torch.set_num_threads(opts.num_threads)
         try:
-            model = module_cls()
-            model.load_state_dict(state)
-            model.eval()
+            model = self.build_model(card)
             self._device = torch.device(opts.device)
             if self._device.type == "cuda" and not torch.cuda.is_available():
                 raise BackendError(f"torch {torch.__version__} cannot use CUDA here (CPU "
                                    "build, or no usable GPU)",
                                    hint="install the CUDA build of torch, or use device 'cpu'")
             self._dtype = getattr(torch, _DTYPES[opts.dtype])
-            if self._device.type == "cuda" and opts.dtype == "fp32":
-                # cuDNN convolutions default to TF32 on Ampere and later: fp32 means fp32.
-                torch.backends.cudnn.allow_tf32 = False
-                torch.backends.cuda.matmul.allow_tf32 = False
+            if self._device.type == "cuda":
+                self._set_cuda_flags(torch)
             model = model.to(device=self._device, dtype=self._dtype)
             if opts.channels_last:
                 model = model.to(memory_format=torch.channels_last)
             self._forward = (torch.compile(model, mode=opts.compile_mode, dynamic=True)
                              if opts.compile else model)
-        except BackendError:
+        except (BackendError, ModelError):
             raise
         except Exception as exc:  # torch raises plain RuntimeErrors
             raise BackendError(f"torch could not load {card.model.torch_module}: {exc}") from exc
         self._max_batch = max_batch_size
         self._sample_shape = card.input.sample_shape
+        self._plan = plan_shapes(opts.shapes, cuda=self._device.type == "cuda",
+                                 max_batch=max_batch_size, cuda_graphs=opts.cuda_graphs,
+                                 graph_sizes=opts.cuda_graph_batch_sizes)
         self._warm_up(model)
+        tf32 = (self._device.type == "cuda" and opts.dtype == "fp32"
+                and bool(torch.backends.cudnn.allow_tf32))
+        precision, transformations = precision_record(opts.dtype, tf32)
         return BackendInfo(
             name=self.name, version=torch.__version__, device=str(self._device),
-            thread_safe=True,
+            thread_safe=True, precision=precision, weight_transformations=transformations,
             details={
                 "dtype": opts.dtype, "compile": str(opts.compile),
                 "compile_mode": opts.compile_mode if opts.compile else "-",
                 "cuda_graphs": ",".join(map(str, sorted(self._graphs))) or "-",
                 "channels_last": str(opts.channels_last),
                 "num_threads": str(torch.get_num_threads()),
+                "shapes": self._plan.describe(),
+                "cudnn_benchmark": str(torch.backends.cudnn.benchmark),
+                "tf32": precision_flags(torch),
                 "threading": "compiled calls serialised (torch.compile guards are not "
                              "thread-safe); eager calls concurrent; CUDA-graph replays hold a "
                              "per-graph lock",
             },
         )
 
+    def _set_cuda_flags(self, torch: Any) -> None:
+        """cuDNN benchmark mode and TF32 from the options (process-wide torch flags)."""
+        opts = self.opts
+        torch.backends.cudnn.benchmark = opts.cudnn_benchmark
+        if opts.dtype == "fp32":
+            # cuDNN convolutions default to TF32 on Ampere and later: fp32 means fp32
+            # unless the options say tf32, and the effective flags are recorded.
+            torch.backends.cudnn.allow_tf32 = opts.tf32
+            torch.backends.cuda.matmul.allow_tf32 = opts.tf32
+
     def _warm_up(self, model: Any) -> None:
-        """Compile every shape class and capture CUDA graphs now, not under LoadGen."""
-        sizes = {1, min(2, self._max_batch), min(3, self._max_batch), self._max_batch}
-        if (self.opts.compile and self._device.type == "cuda"
-                and self.opts.compile_mode in ("reduce-overhead", "max-autotune")):
-            # These modes record a CUDA graph per distinct batch size.
-            sizes = set(range(1, self._max_batch + 1))
-        for size in sorted(sizes):
-            self.predict(np.zeros((size, *self._sample_shape), dtype=np.float32))
+        """Run every size of the shape plan and capture CUDA graphs now, not under LoadGen."""
         if self.opts.cuda_graphs:
             self._capture_graphs(model)
+        for size in self._plan.warm:
+            self.predict(np.zeros((size, *self._sample_shape), dtype=np.float32))
 
     def _capture_graphs(self, model: Any) -> None:
         torch = self._torch
-        sizes = self.opts.cuda_graph_batch_sizes or tuple(
-            sorted({2 ** k for k in range(self._max_batch.bit_length())
-                    if 2 ** k <= self._max_batch} | {self._max_batch}))
         side = torch.cuda.Stream(self._device)
         with torch.inference_mode():
-            for size in sorted(set(sizes)):
+            for size in self._plan.buckets:
                 static_in = self._to_model(torch.zeros((size, *self._sample_shape),
                                                        device=self._device))
                 # The documented recipe: warm up on a side stream, then capture.
@@ -258,9 +312,46 @@ class TorchBackend(BackendBase):
                 self._graphs[size] = (graph, static_in, static_out, threading.Lock())
         torch.cuda.synchronize(self._device)
 
+    # -- raw input and host buffers ----------------------------------------------------
+
+    def accept_raw_input(self, raw: RawInput) -> bool:
+        """On CUDA, take uint8 HWC batches and normalise them on the device; a CPU gains
+        nothing from it (the subtraction costs the same there), so it refuses."""
+        if self._device is None or self._device.type != "cuda":
+            return False
+        channels = raw.shape[-1] if raw.shape else 0
+        model_shape = ((channels, *raw.shape[:-1]) if raw.layout == "NCHW"
+                       else tuple(raw.shape))
+        if (raw.dtype != "uint8" or raw.layout not in ("NCHW", "NHWC") or len(raw.shape) != 3
+                or len(raw.means) != channels or model_shape != self._sample_shape):
+            return False
+        torch = self._torch
+        self._means = torch.tensor(raw.means, dtype=torch.float32, device=self._device)
+        self._raw = raw
+        # The normalising kernels and their output shapes meet the device now, too.
+        for size in self._plan.warm:
+            self.predict(np.zeros((size, *raw.shape), dtype=np.uint8))
+        return True
+
+    def input_buffer(self, max_batch: int, sample_shape: tuple[int, ...],
+                     dtype: str) -> Batch | None:
+        """CUDA with pin_memory: a zeroed page-locked array the device copies from
+        directly (``predict`` recognises it by address and skips the staging copy)."""
+        if self._device is None or self._device.type != "cuda" or not self.opts.pin_memory:
+            return None
+        torch = self._torch
+        torch_dtype = torch.from_numpy(np.zeros((0,), dtype=dtype)).dtype
+        tensor = torch.zeros((max_batch, *sample_shape), dtype=torch_dtype, pin_memory=True)
+        array: Batch = tensor.numpy()
+        self._buffers[array.ctypes.data] = (tensor, array.dtype, array.shape[1:])
+        return array
+
     # -- predicting ------------------------------------------------------------------
 
     def _to_model(self, x: Any) -> Any:
+        if self._raw is not None and x.dtype == self._torch.uint8:
+            return normalize_on_device(self._torch, x, self._means, self._raw.layout,
+                                       self._dtype, self.opts.channels_last)
         x = x.to(self._dtype)
         if self.opts.channels_last and x.dim() == 4:
             x = x.contiguous(memory_format=self._torch.channels_last)
@@ -271,13 +362,15 @@ class TorchBackend(BackendBase):
         with torch.inference_mode():
             if self._device.type == "cuda":
                 return self._predict_cuda(batch)
-            inputs = self._to_model(torch.from_numpy(batch))
+            n = len(batch)
+            inputs = self._to_model(pad_rows(torch, torch.from_numpy(batch),
+                                             self._plan.bucket(n)))
             if self.opts.compile:
                 with self._compiled_lock:
                     logits = self._forward(inputs)
             else:
                 logits = self._forward(inputs)
-            result: Outputs = logits.float().numpy()
+            result: Outputs = logits[:n].float().numpy()
             return result
 
     def _thread_state(self) -> Any:
@@ -286,37 +379,58 @@ class TorchBackend(BackendBase):
             torch = self._torch
             local.compute = torch.cuda.Stream(self._device)
             local.copy = torch.cuda.Stream(self._device) if self.opts.copy_stream else None
-            local.pinned = (torch.empty((self._max_batch, *self._sample_shape),
-                                        dtype=torch.float32).pin_memory()
-                            if self.opts.pin_memory else None)
+            local.pinned = None
         return local
+
+    def _host_tensor(self, batch: Batch, local: Any) -> tuple[Any, bool]:
+        """``batch`` as a CPU tensor to copy from, and whether it is page-locked."""
+        torch, n = self._torch, len(batch)
+        own = self._buffers.get(batch.ctypes.data) if batch.flags.c_contiguous else None
+        if own is not None and own[1] == batch.dtype and own[2] == batch.shape[1:]:
+            return own[0][:n], True  # batch = buffer[:n] of our page-locked buffer: no copy
+        host = torch.from_numpy(batch)
+        if not self.opts.pin_memory or n > self._max_batch:
+            return host, False
+        pinned = local.pinned
+        if pinned is None or pinned.dtype != host.dtype or pinned.shape[1:] != host.shape[1:]:
+            # One per thread and input form, allocated once.
+            pinned = local.pinned = torch.empty((self._max_batch, *host.shape[1:]),
+                                                dtype=host.dtype, pin_memory=True)
+        # Safe to reuse per thread: the blocking copy back in predict orders the next call.
+        return pinned[:n].copy_(host), True
 
     def _predict_cuda(self, batch: Batch) -> Outputs:
         torch, n = self._torch, len(batch)
         local = self._thread_state()
-        host = torch.from_numpy(batch)
-        if local.pinned is not None and n <= self._max_batch:
-            # Safe to reuse per thread: the blocking copy back below orders the next call.
-            host = local.pinned[:n].copy_(host)
+        host, pinned = self._host_tensor(batch, local)
         copy_stream = local.copy or local.compute
         with torch.cuda.stream(copy_stream):
-            x = host.to(self._device, non_blocking=local.pinned is not None)
+            x = host.to(self._device, non_blocking=pinned)
         with torch.cuda.stream(local.compute):
             if copy_stream is not local.compute:
                 local.compute.wait_stream(copy_stream)
                 x.record_stream(local.compute)  # x was allocated on the copy stream
-            x = self._to_model(x)
             size = min((s for s in self._graphs if s >= n), default=0)
             if size:
+                x = self._to_model(x)
                 graph, static_in, static_out, lock = self._graphs[size]
                 with lock:
+                    # Rows n..size keep an earlier batch's inputs: rows are independent.
                     static_in[:n].copy_(x)
                     graph.replay()
                     result: Outputs = static_out[:n].float().cpu().numpy()
                 return result
-            result = self._forward(x).float().cpu().numpy()
+            # Padded before the cast, so the model's memory format applies to every row.
+            x = self._to_model(pad_rows(torch, x, self._plan.bucket(n)))
+            if self.opts.compile:
+                with self._compiled_lock:
+                    result = self._forward(x)[:n].float().cpu().numpy()
+                return result
+            result = self._forward(x)[:n].float().cpu().numpy()
             return result
 
     def close(self) -> None:
         self._forward = None
         self._graphs.clear()
+        self._buffers.clear()
+        self._means = None
