@@ -23,6 +23,7 @@ from . import __version__
 from .checker import CheckReport, check_path
 from .errors import SuiteError
 from .models import load_card
+from .package_safety import PackageError, Precision, recorded_precision
 from .paths import Paths
 from .results import RunResult, Status
 from .rules import RuleSet, SubmissionRules
@@ -123,12 +124,11 @@ def source_pointer(home: Path) -> dict[str, Any]:
 
 def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
                division: str, submitter: str, system: str,
-               system_json: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Write the tree under ``root``; returns per-result extras for the predicate."""
+               system_json: dict[str, Any], precision: Precision) -> dict[str, dict[str, Any]]:
+    """Write the tree under ``root`` (an empty staging dir: see ``package_safety``);
+    returns per-result extras for the predicate."""
     sub = rules.submission
     assert sub is not None
-    if root.exists():
-        shutil.rmtree(root)
     base = root / division / submitter
     names = {"division": division, "submitter": submitter, "system": system}
     system_path = root / sub.paths["system"].format(**names)
@@ -148,7 +148,7 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
         rel = sub.paths["result"].format(division=division, submitter=submitter, system=system,
                                          benchmark=bench.checker_model,
                                          scenario=scen.loadgen_name)
-        _result_dir(root / rel, cand, paths, sub, benchmark)
+        _result_dir(root / rel, cand, paths, sub, benchmark, precision)
         write_evidence(root / EVIDENCE_DIR / rel, cand)
         extras[rel] = {"run_id": cand.run.run_id, "model_sha256": cand.run.model_sha256,
                        "created_utc": cand.run.created_utc, "backend": cand.run.backend}
@@ -156,8 +156,7 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
     lines = [f"# {submitter}: {system} ({division})", "", "| result | run |", "|---|---|"]
     lines += [f"| {rel} | {extra['run_id']} |" for rel, extra in sorted(extras.items())]
     (base / "documentation" / "README.md").write_text("\n".join(lines) + "\n")
-    (base / "documentation" / "calibration.md").write_text(
-        "# Calibration\n\nNo quantization: the reference FP32 weights run unchanged.\n")
+    (base / "documentation" / "calibration.md").write_text(precision.calibration_text())
     return extras
 
 
@@ -183,7 +182,7 @@ def write_evidence(out: Path, cand: Candidate) -> None:
 
 
 def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
-                benchmark: str) -> None:
+                benchmark: str, precision: Precision) -> None:
     perf, acc = cand.run_dir / "performance", cand.run_dir / "accuracy"
     (out / "performance" / "run_1").mkdir(parents=True)
     (out / "accuracy").mkdir()
@@ -207,13 +206,15 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
     (out / "measurements.json").write_text(json.dumps({
         "input_data_types": card.input.dtype, "retraining": "No",
         "starting_weights_filename": card.model.onnx_file,
-        "weight_data_types": "fp32", "weight_transformations": "none"}, indent=2) + "\n")
+        # what the backend recorded for this run, never a default
+        "weight_data_types": precision.weight_data_types,
+        "weight_transformations": precision.weight_transformations}, indent=2) + "\n")
     (out / "README.md").write_text(
         f"# {benchmark} {cand.run.scenario}\n\nReproduce with:\n\n```sh\nsuite run "
         f"--benchmark {benchmark} --scenario {cand.run.scenario} --backend "
         f"{cand.run.backend} --mode all --round {cand.run.round}\n```\n\nPackaged from run "
         f"`{cand.run.run_id}`.\n")
-    attempts = _copy_compliance(cand, out, sub)
+    attempts = _copy_compliance(cand, out, sub, precision)
     if attempts:
         with (out / "README.md").open("a") as readme:
             readme.write("\nCompliance attempts (all of them; the newest is packaged):\n\n")
@@ -240,11 +241,18 @@ def _compliance_runs(cand: Candidate) -> dict[str, list[RunResult]]:
     return found
 
 
-def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules) -> list[str]:
+def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
+                     precision: Precision) -> list[str]:
     """Copy the newest attempt of each compliance test into ``<result>/TESTxx/``."""
     lines = []
     for test, runs in sorted(_compliance_runs(cand).items()):
         newest = runs[-1]
+        if recorded_precision(newest) != precision:  # another computation than the result's
+            raise PackageError(
+                f"{newest.run_dir}: the {test} run recorded "
+                f"{recorded_precision(newest).weight_data_types}, the result it audits "
+                f"{precision.weight_data_types}",
+                hint=f"re-run {test} against the packaged run (suite run --compliance {test})")
         source, target = Path(newest.run_dir), out / test
         (target / "performance" / "run_1").mkdir(parents=True)
         for name in _PERF_FILES:

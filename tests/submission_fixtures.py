@@ -66,6 +66,7 @@ def _build(base: Path) -> Built:
         done = run_cli("run", "--scenario", scenario, "--mode", "all", "--quick",
                        "--runs-dir", str(runs))
         assert done.returncode in (0, 2), done.stderr
+    stamp_precision(runs)
     assert run_cli("keygen", "--out", str(keys), **env()).returncode == 0
     (base / "system.toml").write_text(SYSTEM_TOML)
     done = run_cli("package", "--submitter", "ORG", "--system", "box", "--runs-dir", str(runs),
@@ -74,6 +75,30 @@ def _build(base: Path) -> Built:
     assert done.returncode == 0, done.stderr
     return Built(base, runs, out / "closed_ORG_box", out / "closed_ORG_box.tar.gz",
                  keys / "signing.key", keys / "signing.pub", done.stderr)
+
+
+def stamp_precision(runs: Path, precision: str = "fp32", transform: str = "none",
+                    *, force: bool = False) -> None:
+    """Give each test's backend record a precision where the backend recorded none.
+
+    Packaging refuses a run without one. The onnxruntime and test backends are being
+    taught to record it (BackendInfo.precision); until a run carries it, the fixture
+    writes what these CPU runs did (the FP32 ONNX model, unchanged) and says so.
+    ``force`` overwrites, to build runs of another precision for a test.
+    """
+    for path in sorted(runs.glob("*/result.json")):
+        data = json.loads(path.read_text())
+        changed = False
+        for test in data["tests"]:
+            backend = test.setdefault("backend", {})
+            if force or not backend.get("precision"):
+                backend["precision"], changed = precision, True
+            if force or not backend.get("weight_transformations"):
+                backend["weight_transformations"], changed = transform, True
+        if changed:
+            if not force:
+                print(f"fixture: {path.parent.name} recorded no precision; stamped {precision}")
+            path.write_text(json.dumps(data, indent=2))
 
 
 RESULTS = "closed/ORG/results/box/digits"

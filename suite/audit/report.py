@@ -26,6 +26,8 @@ class AuditReport:
     checks: list[Check] = field(default_factory=list)
     reran: list[str] = field(default_factory=list)
     stopped_at: int | None = None
+    #: the verified predicate marks the bundle UNOFFICIAL (test packaging)
+    unofficial: bool = False
 
     @property
     def passed(self) -> bool:
@@ -42,10 +44,20 @@ class AuditReport:
         return {"schema_version": AUDIT_SCHEMA_VERSION, "bundle": self.bundle,
                 "bundle_sha256": self.bundle_sha256, "passed": self.passed,
                 "stopped_at_step": self.stopped_at, "reran": self.reran,
+                "unofficial": self.unofficial,
                 "checks": [asdict(c) for c in self.checks]}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+
+def verdict_line(report: AuditReport) -> str:
+    """The final line: the verdict, and UNOFFICIAL whenever the bundle says so."""
+    verdict = "PASSED" if report.passed else (
+        f"FAILED (stopped at step {report.stopped_at})" if report.stopped_at else "FAILED")
+    label = "UNOFFICIAL bundle: " if report.unofficial else ""
+    return (f"{label}audit {verdict}: {sum(c.passed for c in report.checks)}/"
+            f"{len(report.checks)} checks passed")
 
 
 def render(report: AuditReport) -> Any:

@@ -8,7 +8,9 @@ import json
 import random
 import re
 import tarfile
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from ..bundle.keys import load_public
 from ..bundle.verify import verify_bundle
 from ..errors import SuiteError
 from ..paths import Paths
+from ..results import Status
 from .report import AuditReport
 
 Say = Callable[[str], None]
@@ -29,57 +32,87 @@ _HASH = re.compile(r"^hash=([0-9a-f]{64})$")
 def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir: Path,
           rerun: str | None = None, tolerance: float = 0.02, say: Say = lambda m: None,
           ) -> AuditReport:
-    """Run the audit; ``work_dir`` receives the extracted tree (it must be empty)."""
-    digest = hashlib.sha256(bundle.read_bytes()).hexdigest()
-    report = AuditReport(str(bundle), digest)
-    verification = verify_bundle(bundle, load_public(public_key))
-    evidence = [f"{verification.files} files"] + verification.problems + [
-        f"changed: {n}" for n in verification.changed] + [
-        f"added: {n}" for n in verification.added] + [
-        f"removed: {n}" for n in verification.removed]
-    report.add(1, "signature and file list", verification.ok, evidence,
-               "signature valid" if verification.signature_ok else "signature INVALID")
-    if not verification.ok:
+    """Run the audit; ``work_dir`` receives a private copy of the bundle and the
+    extracted tree (it must be empty). Never raises: every failure is a failed check."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    # One read of the bundle; every later step reads this private copy only, and the
+    # extraction re-hashes each file against the digests that verification returned.
+    data = bundle.read_bytes()
+    private = work_dir / "bundle.tar.gz"
+    private.write_bytes(data)
+    report = AuditReport(str(bundle), hashlib.sha256(data).hexdigest())
+    with step(report, 1, "signature and file list"):
+        verification = verify_bundle(private, load_public(public_key))
+        evidence = [f"{verification.files} files"] + verification.problems + [
+            f"changed: {n}" for n in verification.changed] + [
+            f"added: {n}" for n in verification.added] + [
+            f"removed: {n}" for n in verification.removed]
+        report.add(1, "signature and file list", verification.ok, evidence,
+                   "signature valid" if verification.signature_ok else "signature INVALID")
+    if not report.checks or not report.checks[-1].passed:
         report.stopped_at = 1
         return report
-    signed = json.loads(_envelope_payload(bundle))["subject"]
-    digests = {s["name"]: s["digest"]["sha256"] for s in signed}
-    tree = _extract(bundle, digests, work_dir)
     predicate = verification.predicate
-    results: list[dict[str, Any]] = list(predicate.get("results", []))
+    report.unofficial = bool(predicate.get("unofficial"))
+    with step(report, 1, "extraction of the signed files"):
+        tree = _extract(private, verification.subjects, work_dir / "tree")
+    if not report.checks[-1].passed:
+        report.stopped_at = 1
+        return report
+    raw_results = predicate.get("results", [])
+    results: list[dict[str, Any]] = [r for r in raw_results if isinstance(r, dict)] \
+        if isinstance(raw_results, list) else []
     say("step 2: suite check")
-    _check_tree(report, tree, paths, predicate)
+    with step(report, 2, "suite check on the tree"):
+        _check_tree(report, tree, paths, predicate)
     say("step 3: recomputing accuracy")
     for claim in results:
-        _accuracy(report, tree, paths, claim)
-    chosen = _choose(results, rerun, digest)
+        with step(report, 3, f"accuracy of {claim.get('result')}"):
+            _accuracy(report, tree, paths, claim)
+    chosen: list[dict[str, Any]] = []
+    with step(report, 4, "choice of results to replay"):
+        chosen = _choose(results, rerun, report.bundle_sha256)
     for claim in chosen:
         say(f"step 4: replaying {claim['result']}")
-        replay = _replay(report, tree, paths, claim, runs_dir, tolerance)
+        replay = None
         report.reran.append(claim["result"])
+        with step(report, 4, f"replay of {claim['result']}"):
+            replay = _replay(report, tree, paths, claim, runs_dir, tolerance)
         if replay is not None:
             say(f"step 5: compliance tests for {claim['result']}")
-            _compliance(report, tree, paths, claim, replay, runs_dir)
-    if not chosen:
+            with step(report, 5, f"compliance tests of {claim['result']}"):
+                _compliance(report, tree, paths, claim, replay, runs_dir)
+    if not chosen and not rerun:
         report.add(4, "replay on this machine", True, ["not requested (--rerun)"], "skipped")
-    _system(report, tree)
+    with step(report, 6, "system description"):
+        _system(report, tree)
     return report
 
 
-def _envelope_payload(bundle: Path) -> bytes:
-    import base64
+@contextmanager
+def step(report: AuditReport, number: int, name: str) -> Iterator[None]:
+    """Turn any failure inside one step into a failed check of that step.
 
-    with tarfile.open(bundle, "r:*") as tar:
-        member = tar.getmember(ENVELOPE_NAME)
-        handle = tar.extractfile(member)
-        assert handle is not None
-        envelope = json.loads(handle.read(16 << 20))
-    return base64.b64decode(envelope["payload"])
+    A ``SuiteError`` is the bundle's (or this machine's) problem and says so in one
+    line; anything else is the audit's own bug: reported as an internal error with its
+    traceback in the evidence, never as a verdict on the bundle.
+    """
+    try:
+        yield
+    except SuiteError as exc:
+        hint = f" ({exc.hint})" if exc.hint else ""
+        report.add(number, name, False, [f"{exc}{hint}"], "error")
+    except Exception as exc:  # the audit's own defect: recorded with its traceback
+        report.add(number, name, False, [
+            f"internal error of the audit (not a verdict on the bundle): "
+            f"{type(exc).__name__}: {exc}", *traceback.format_exc().splitlines()[-12:]],
+            "internal error")
 
 
 def _extract(bundle: Path, digests: dict[str, str], dest: Path) -> Path:
     """Write each signed regular member, re-hashing it against the signed digest."""
     dest.mkdir(parents=True, exist_ok=True)
+    written: set[str] = set()
     with tarfile.open(bundle, "r:*") as tar:
         for member in tar:
             if member.name == ENVELOPE_NAME or not member.isreg() or _unsafe(member.name):
@@ -93,6 +126,11 @@ def _extract(bundle: Path, digests: dict[str, str], dest: Path) -> Path:
             target = dest / member.name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+            written.add(member.name)
+    missing = sorted(set(digests) - written)
+    if missing:
+        raise SuiteError(f"{len(missing)} signed file(s) could not be extracted: "
+                         + ", ".join(missing[:5]))
     return dest
 
 
@@ -128,7 +166,13 @@ def _run_info(tree: Path, result: str) -> dict[str, Any]:
     path = tree / "evidence" / result / "run.json"
     if not path.is_file():
         raise SuiteError(f"the bundle has no evidence for {result} ({path.name} missing)")
-    info: dict[str, Any] = json.loads(path.read_text())
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise SuiteError(f"evidence/{result}/run.json is unreadable: {exc}") from None
+    needed = ("benchmark", "scenario", "backend", "round", "model_sha256", "config")
+    if not isinstance(info, dict) or any(key not in info for key in needed):
+        raise SuiteError(f"evidence/{result}/run.json lacks one of {', '.join(needed)}")
     return info
 
 
@@ -224,13 +268,22 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
             "refused")
         return None
     replay = run(_replay_request(info, runs_dir, mode="all"))
-    perf = next((t.performance for t in replay.tests if t.mode == "performance"), None)
+    test = next((t for t in replay.tests if t.mode == "performance"), None)
+    perf = test.performance if test else None
     measured = perf.metric_value if perf else None
     claimed = claim.get("value")
     latency = SPECS[Scenario(info["scenario"])].is_latency
-    if measured is None or claimed is None:
+    if measured is None or claimed is None or test is None:
         report.add(4, f"replay of {result}", False,
                    [f"no metric to compare (replay {replay.run_dir}: {replay.status.value})"])
+        return None
+    claimed_validity = _claimed_validity(tree, result)
+    if test.status is not Status.VALID and claimed_validity != "INVALID":
+        # a ratio of an INVALID replay says nothing: LoadGen did not accept the run
+        report.add(4, f"replay of {result}", False, [
+            f"the replay is {test.status.value}, the bundle's log says {claimed_validity}; "
+            "only a VALID replay can confirm a claim",
+            f"replay run: {replay.run_dir} ({replay.status.value})"], test.status.value)
         return None
     ratio = measured / float(claimed)
     ok = ratio <= 1 + tolerance if latency else ratio >= 1 - tolerance
@@ -238,8 +291,19 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
     report.add(4, f"replay of {result}", ok, [
         f"claimed {claimed}, replayed {measured:.6g} ({perf.unit if perf else ''}); "
         f"replay / claim = {ratio:.4f}, allowed {bound} (tolerance {tolerance:.0%})",
-        f"replay run: {replay.run_dir} ({replay.status.value})"], f"{ratio:.4f}")
+        f"replay run: {replay.run_dir} ({replay.status.value})",
+        *([f"the replay is {test.status.value} and so is the signed claim: compared as-is"]
+          if test.status is not Status.VALID else [])], f"{ratio:.4f}")
     return Path(replay.run_dir)
+
+
+def _claimed_validity(tree: Path, result: str) -> str:
+    """LoadGen's ``result_validity`` in the signed performance log ("missing" if none)."""
+    from ..checker.context import read_detail_log
+
+    log = read_detail_log(tree / result / "performance/run_1/mlperf_log_detail.txt")
+    value = log.get("result_validity") if log is not None else None
+    return str(value) if value is not None else "missing"
 
 
 def _compliance(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],

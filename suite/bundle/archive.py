@@ -14,9 +14,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import os
 import tarfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from ..models import sha256_file
 
@@ -49,9 +52,15 @@ def write_archive(out: Path, members: dict[str, bytes | Path]) -> None:
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             tar.addfile(info, io.BytesIO(data))
-    with out.open("wb") as handle, gzip.GzipFile(filename="", mode="wb", fileobj=handle,
-                                                 mtime=0, compresslevel=9) as gz:
-        gz.write(raw.getvalue())
+    # a temporary sibling renamed into place: a failure never leaves half a bundle
+    tmp = out.with_name(f".{out.name}.writing")
+    try:
+        with tmp.open("wb") as handle, gzip.GzipFile(filename="", mode="wb", fileobj=handle,
+                                                     mtime=0, compresslevel=9) as gz:
+            gz.write(raw.getvalue())
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 @dataclass
@@ -61,6 +70,8 @@ class ArchiveContents:
     digests: dict[str, str] = field(default_factory=dict)
     envelope: bytes | None = None
     problems: list[str] = field(default_factory=list)
+    #: why the file could not be read as a whole (not a tar.gz, cut off, bad CRC)
+    unreadable: str | None = None
 
 
 def _unsafe(name: str) -> str | None:
@@ -75,19 +86,38 @@ def _unsafe(name: str) -> str | None:
 
 
 def read_archive(path: Path) -> ArchiveContents:
-    """Stream the members of ``path``; never extracts, never follows links."""
+    """Stream the members of ``path``; never extracts, never follows links.
+
+    The whole file is read in one pass, to the end of the gzip stream, so a cut-off
+    or corrupted gzip trailer (CRC-32 and length) is a problem, not a silent pass.
+    """
     found = ArchiveContents()
     try:
-        tar = tarfile.open(path, mode="r:*")  # noqa: SIM115 - closed by `with tar` below
-    except (OSError, tarfile.TarError, EOFError) as exc:
-        found.problems.append(f"{path.name}: not a readable tar archive ({exc})")
+        raw = path.open("rb")
+    except OSError as exc:
+        found.unreadable = f"{path.name}: not readable ({exc})"
+        found.problems.append(found.unreadable)
         return found
-    with tar:
+    with raw:
+        gzipped = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        source: IO[bytes] = (gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+                             if gzipped else raw)
         try:
-            for member in tar:
-                _member(tar, member, found)
-        except (OSError, tarfile.TarError, EOFError) as exc:
-            found.problems.append(f"{path.name}: corrupt archive ({exc})")
+            tar = tarfile.open(fileobj=source, mode="r|")  # noqa: SIM115 - closed below
+        except (OSError, tarfile.TarError, EOFError, zlib.error) as exc:
+            found.unreadable = f"{path.name}: not a readable tar archive ({exc})"
+            found.problems.append(found.unreadable)
+            return found
+        try:
+            with tar:
+                for member in tar:
+                    _member(tar, member, found)
+            while source.read(1 << 20):  # to the end: gzip checks its CRC-32 and length
+                pass
+        except (OSError, tarfile.TarError, EOFError, zlib.error) as exc:
+            found.unreadable = f"{path.name}: corrupt archive ({exc})"
+            found.problems.append(found.unreadable)
     return found
 
 

@@ -73,12 +73,27 @@ def generate(out_dir: Path, secret: bytes, *, forbidden: list[Path]) -> tuple[Pa
     return private_path, public_path, key_id(key.public_key())
 
 
-def load_private(path: Path, secret: bytes) -> Ed25519PrivateKey:
+def _key_bytes(path: Path, kind: str) -> bytes:
+    """The key file's bytes; one clear line for a missing file, a directory, no access."""
+    if path.is_dir():
+        example = path / (PRIVATE_NAME if kind == "private" else PUBLIC_NAME)
+        raise KeyFileError(f"{path} is a directory, not a {kind} key file",
+                           hint=f"give the key file itself, e.g. {example}")
     try:
-        key = ser.load_pem_private_key(path.read_bytes(), password=secret)
+        return path.read_bytes()
     except FileNotFoundError:
-        raise KeyFileError(f"no private key at {path}", hint="create one with `suite keygen`") \
+        raise KeyFileError(f"no {kind} key at {path}",
+                           hint="create one with `suite keygen`" if kind == "private" else "")\
             from None
+    except OSError as exc:
+        raise KeyFileError(f"cannot read the {kind} key {path}: {exc.strerror or exc}") \
+            from None
+
+
+def load_private(path: Path, secret: bytes) -> Ed25519PrivateKey:
+    data = _key_bytes(path, "private")
+    try:
+        key = ser.load_pem_private_key(data, password=secret)
     except (ValueError, TypeError) as exc:
         raise KeyFileError(f"cannot load {path}: wrong passphrase or not a PEM key ({exc})") \
             from None
@@ -88,10 +103,9 @@ def load_private(path: Path, secret: bytes) -> Ed25519PrivateKey:
 
 
 def load_public(path: Path) -> Ed25519PublicKey:
+    data = _key_bytes(path, "public")
     try:
-        key = ser.load_pem_public_key(path.read_bytes())
-    except FileNotFoundError:
-        raise KeyFileError(f"no public key at {path}") from None
+        key = ser.load_pem_public_key(data)
     except (ValueError, TypeError) as exc:
         raise KeyFileError(f"cannot load {path}: not a PEM public key ({exc})") from None
     if not isinstance(key, Ed25519PublicKey):

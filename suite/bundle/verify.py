@@ -29,7 +29,14 @@ class Verification:
     removed: list[str] = field(default_factory=list)
     signature_ok: bool = False
     predicate: dict[str, Any] = field(default_factory=dict)
+    #: the signed subjects ``{name: sha256}`` from the verified payload bytes: later
+    #: steps (the audit's extraction) use these and never re-read the envelope
+    subjects: dict[str, str] = field(default_factory=dict)
+    #: the whole verified in-toto Statement
+    statement: dict[str, Any] = field(default_factory=dict)
     files: int = 0
+    #: the archive could not be read as a whole (cut off, bad gzip CRC, not a tar)
+    unreadable: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -41,6 +48,7 @@ def verify_bundle(path: Path, public: Ed25519PublicKey) -> Verification:
     result = Verification()
     contents = read_archive(path)
     result.problems += contents.problems
+    result.unreadable = contents.unreadable
     if contents.envelope is None:
         result.problems.append(f"{ENVELOPE_NAME}: missing from the bundle")
         return result
@@ -51,11 +59,15 @@ def verify_bundle(path: Path, public: Ed25519PublicKey) -> Verification:
         return result
     result.signature_ok = True
     try:
-        signed = subjects(json.loads(body))  # the verified bytes, parsed once
-        result.predicate = json.loads(body).get("predicate") or {}
+        payload = json.loads(body)  # the verified bytes, parsed once
+        signed = subjects(payload)
+        predicate = payload.get("predicate") or {}
+        if not isinstance(predicate, dict):
+            raise ValueError("the predicate is not an object")
     except (ValueError, RecursionError) as exc:
         result.problems.append(f"{ENVELOPE_NAME}: signed payload unusable: {exc}")
         return result
+    result.statement, result.subjects, result.predicate = payload, signed, predicate
     actual = contents.digests
     result.files = len(actual)
     result.changed = sorted(n for n in signed if n in actual and actual[n] != signed[n])

@@ -32,7 +32,7 @@ def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: 
     from rich.markup import escape
 
     from ..audit import audit
-    from ..audit.report import render
+    from ..audit.report import render, verdict_line
     from ..paths import find_paths
 
     err = Console(stderr=True, soft_wrap=True)
@@ -53,10 +53,7 @@ def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: 
         sys.stdout.write(text + "\n")
     else:
         Console(width=None if sys.stdout.isatty() else 160).print(render(report))
-    verdict = "PASSED" if report.passed else (
-        f"FAILED (stopped at step {report.stopped_at})" if report.stopped_at else "FAILED")
-    err.print(f"audit {verdict}: {sum(c.passed for c in report.checks)}/{len(report.checks)} "
-              "checks passed")
+    err.print(escape(verdict_line(report)))
     return 0 if report.passed else 2
 
 

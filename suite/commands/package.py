@@ -47,6 +47,7 @@ def package_command(submitter: str, system_name: str, division: str,
     from rich.markup import escape
 
     from .. import package as pkg
+    from .. import package_safety as safety
     from ..checker import check_path
     from ..checker.render import render
     from ..paths import find_paths
@@ -54,6 +55,9 @@ def package_command(submitter: str, system_name: str, division: str,
     from ..system_description import describe, probe, read_user_toml
 
     err = Console(stderr=True, soft_wrap=True)
+    # every name that becomes a path component, before anything touches the disk
+    submitter = safety.check_name("--submitter", submitter)
+    system_name = safety.check_name("--system", system_name)
     paths = find_paths()
     rules = load_rules(paths, round_name or DEFAULT_ROUND)
     assert rules.submission is not None
@@ -62,16 +66,27 @@ def package_command(submitter: str, system_name: str, division: str,
     for reason in selection.refused:
         err.print(f"[yellow]refused:[/] {escape(reason)}")
     pkg.refuse_if_empty(selection)
+    user = read_user_toml(system_config)
+    declared = user.pop("weight_data_types", None)  # ours to check, not a system JSON field
+    precision = safety.system_precision([c.run for c in selection.chosen.values()], declared)
     identity = {"division": division, "submitter": submitter, "system_name": system_name}
-    system_json, empty, unknown = describe(rules.submission, read_user_toml(system_config),
-                                           probe(), **identity)
+    system_json, empty, unknown = describe(rules.submission, user, probe(), **identity)
     for name in unknown:
         err.print(f"[yellow]warning:[/] unknown system field '{escape(name)}' ignored")
     name = f"{division}_{submitter}_{system_name}"
     out = (out_dir or paths.submissions)
     tree = out / name
-    extras = pkg.build_tree(tree, selection, paths, rules, division, submitter, system_name,
-                            system_json)
+    staged = safety.staging_dir(tree)
+    try:
+        extras = pkg.build_tree(staged, selection, paths, rules, division, submitter,
+                                system_name, system_json, precision)
+    except BaseException:
+        safety.discard(staged)  # never leave a half-built tree behind
+        raise
+    moved = safety.place(staged, tree)
+    if moved:
+        err.print(f"[yellow]note:[/] {escape(str(tree))} was not a tree this command placed; "
+                  f"moved aside to {escape(moved)}, not deleted")
     for rel, extra in extras.items():
         extra["loadgen_version"] = pkg.loadgen_version(tree, rel)
     report = check_path(tree, rules)
