@@ -11,6 +11,12 @@
 6. score accuracy from LoadGen's accuracy log (``accuracy``);
 7. write ``result.json`` (``results``) and return it.
 
+``STATUS`` in the run directory always says where the run stands: ``RUNNING since ...``
+while it runs, then the run's status and exit code. A run interrupted outside a test
+(TERM, HUP or Ctrl-C while scoring, say) says ``INTERRUPTED``; one that cannot write its
+directory (a full disk) says ``FAILED`` with the file and errno where it still can, and
+raises ``RunFailed`` naming them (no traceback, no half-written ``*.tmp``).
+
 Example::
 
     result = run(ConfigRequest(scenario="offline", mode="all", quick=True))
@@ -19,6 +25,8 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -32,7 +40,7 @@ from .accuracy import score_top1
 from .compliance import ComplianceTest, get_test
 from .compliance import run as compliance_run
 from .config import ConfigRequest, RunConfig, load_config
-from .errors import ConfigError, SuiteError
+from .errors import ConfigError, RunFailed, SuiteError
 from .logs import DETAIL_LOG, parse_detail_log
 from .models import ModelCard, ModelIdentity, check_model, load_card
 from .paths import Paths, find_paths
@@ -40,7 +48,7 @@ from .postprocess import make_postprocess
 from .preflight import LintReport, lint
 from .results import RunResult, Status, TestResult
 from .rules import RuleSet
-from .runner import ProgressCallback, create_run_dir, run_in_child
+from .runner import ProgressCallback, StageCallback, create_run_dir, run_in_child
 from .scenarios import Mode
 from .system import collect
 
@@ -73,13 +81,17 @@ def prepare(request: ConfigRequest, paths: Paths | None = None, *,
 
 def run(request: ConfigRequest, paths: Paths | None = None,
         on_progress: Callable[[str], ProgressCallback | None] | None = None,
-        on_lint: Callable[[LintReport], None] | None = None) -> RunResult:
+        on_lint: Callable[[LintReport], None] | None = None,
+        on_stage: Callable[[str], StageCallback | None] | None = None) -> RunResult:
     """Run the request end to end and return its ``RunResult`` (also in result.json).
 
-    ``on_progress(test_name)`` may return a callback for that test's progress.
+    ``on_progress(test_name)`` may return a callback for that test's progress, and
+    ``on_stage(test_name)`` one for its child's setup stages ("loading model", ...).
     """
     config, rules, card, model, paths = prepare(request, paths, on_lint=on_lint)
     check: ComplianceTest | None = None
+    reference: RunResult | None = None
+    attempts: list[str] = []
     if config.compliance:
         check = get_test(config.compliance, paths)
         compliance_run.guard(config, paths.home)
@@ -94,9 +106,53 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     if dataset.total_count != bench.dataset_size:
         reasons.append(f"the dataset has {dataset.total_count} samples; round {rules.round} "
                        f"requires {bench.dataset_size}")
-    run_dir = create_run_dir(config.runs_dir, config.benchmark, config.scenario.value,
-                             config.compliance or config.mode.value)
+    try:
+        run_dir = create_run_dir(config.runs_dir, config.benchmark, config.scenario.value,
+                                 config.compliance or config.mode.value)
+    except OSError as exc:
+        raise SuiteError(f"cannot create a run directory in {config.runs_dir}: "
+                         f"{_os_error(exc)}", hint=_WRITABLE) from None
     status_file = run_dir / "STATUS"
+    try:
+        return _run_in(run_dir, config, rules, card, model, paths, dataset, check,
+                       reference, attempts, reasons, on_progress, on_stage)
+    except KeyboardInterrupt as exc:
+        _mark(status_file, f"INTERRUPTED (exit code 130) at {_now()}, before result.json was "
+              "written; the logs written so far are kept\n")
+        exc.add_note(f"partial logs kept in {run_dir}")
+        raise
+    except OSError as exc:
+        where = exc.filename or run_dir
+        reason = f"cannot write {where}: {_os_error(exc)}"
+        _mark(status_file, f"FAILED (exit code 1): {reason}\n")
+        raise RunFailed(reason, run_dir=run_dir, hint=_WRITABLE) from None
+
+
+_WRITABLE = "free space there, or choose a writable --runs-dir (runs_dir in the config)"
+
+
+def _os_error(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, "")
+    return f"[Errno {exc.errno}{' ' + name if name else ''}] {exc.strerror or exc}"
+
+
+def _mark(status_file: Path, text: str) -> None:
+    """Rewrite STATUS; if even that fails (the disk is full), leave no half-written one."""
+    try:
+        status_file.write_text(text, encoding="utf-8")
+    except OSError:
+        with contextlib.suppress(OSError):
+            status_file.unlink(missing_ok=True)
+
+
+def _run_in(run_dir: Path, config: RunConfig, rules: RuleSet, card: ModelCard,
+            model: ModelIdentity, paths: Paths, dataset: datasets.InMemoryDataset,
+            check: ComplianceTest | None, reference: RunResult | None, attempts: list[str],
+            reasons: list[str],
+            on_progress: Callable[[str], ProgressCallback | None] | None,
+            on_stage: Callable[[str], StageCallback | None] | None) -> RunResult:
+    status_file = run_dir / "STATUS"
+    bench = rules.benchmark(config.benchmark)
     status_file.write_text(f"RUNNING since {_now()}: no result yet; if this stays, the run "
                            "was killed before it could write result.json\n")
     (run_dir / "config.json").write_text(config.model_dump_json(indent=2) + "\n")
@@ -107,14 +163,17 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     tests: list[TestResult] = []
     for mode in (Mode.PERFORMANCE,) if check else config.mode.tests():
         callback = on_progress(mode.value) if on_progress else None
+        stage = on_stage(mode.value) if on_stage else None
         test_dir = run_dir / mode.value
         if check is not None:
+            # The context removes audit.config however the test ends (TERM and HUP
+            # arrive here as KeyboardInterrupt, see ``signals``).
             with compliance_run.audit_config(check, bench.loadgen_model, test_dir) as audit:
                 test = run_in_child(config, rules, mode, test_dir, paths.home, callback, audit,
-                                    dataset_size=dataset.total_count)
+                                    dataset_size=dataset.total_count, on_stage=stage)
         else:
             test = run_in_child(config, rules, mode, test_dir, paths.home, callback,
-                                dataset_size=dataset.total_count)
+                                dataset_size=dataset.total_count, on_stage=stage)
         if mode is Mode.ACCURACY and test.status is Status.VALID:
             test = _score(test, card, dataset.labels, bench.accuracy_target)
         tests.append(test)
@@ -141,7 +200,8 @@ def run(request: ConfigRequest, paths: Paths | None = None,
         exit_code=EXIT_CODES[status],
         tests=tests,
     )
-    if check is not None and result.status not in (Status.FAILED, Status.INTERRUPTED):
+    if check is not None and reference is not None and \
+            result.status not in (Status.FAILED, Status.INTERRUPTED):
         result = _with_verdict(check, reference, result, run_dir, card, dataset.labels,
                                attempts)
     result.dump(run_dir / "result.json")

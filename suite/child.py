@@ -5,8 +5,12 @@ leaves it corrupt, so every test gets a fresh process (``python -m suite.child
 SPEC PROGRESS_FD``). The parent (``runner``) owns config, display and results; this
 process only builds the backend, dataset and SUT, runs the test, and reports:
 
-* progress: JSON lines on the pipe ``PROGRESS_FD`` every ``sut.heartbeat_s``;
-* control: a ``stop`` line on stdin drains the SUT (Ctrl-C in the parent);
+* progress: JSON lines on the pipe ``PROGRESS_FD`` every ``sut.heartbeat_s``, from
+  the start: during setup they name the ``stage`` ("loading model", "opening dataset",
+  "warming up", "starting workers"), so a long model load or compile stays alive;
+* control: a ``stop`` line on stdin, EOF on stdin (the parent is gone), SIGTERM or
+  SIGHUP, and the parent's death (PR_SET_PDEATHSIG, see ``signals``) all stop the
+  test: LoadGen running, the SUT drains; during setup, the process exits at once;
 * outcome: ``status.json`` in the test directory, and the exit code
   (0 completed, 1 failed, 130 interrupted).
 
@@ -17,6 +21,7 @@ and exits hard: the logs written so far stay in the test directory.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -30,7 +35,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
-from . import backends, datasets
+from . import backends, datasets, signals
 from .backends import BackendBase, BackendInfo
 from .config import RunConfig
 from .loadgen import Completer, run_test
@@ -56,13 +61,16 @@ class ChildSpec(BaseModel):
     qsl_total: int
     qsl_performance: int
     audit_config: Path | None = None
+    #: The parent's pid: the child stops itself when it finds another parent.
+    parent_pid: int | None = None
 
 
 class _Status:
     """Writes ``status.json`` exactly once, whichever thread gets there first."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, progress: TextIO) -> None:
         self.path = path
+        self._progress = progress
         self._lock = threading.Lock()
         self._written = False
         self.backend: dict[str, Any] = {}
@@ -81,38 +89,106 @@ class _Status:
                 "samples_completed": sut.completer.completed if sut else 0,
                 "issue_calls": sut.issue_calls if sut else 0,
                 "derived": sut.derived if sut else {},
+                "batches": sut.batch_profile() if sut else {},
                 **extra,
             }
             tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-            tmp.replace(self.path)
+            try:
+                tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+                tmp.replace(self.path)
+            except OSError as exc:
+                # A full disk or a vanished directory: no half-written file stays, and the
+                # parent learns why through the progress pipe (status.json cannot say).
+                tmp.unlink(missing_ok=True)
+                with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+                    self._progress.write(json.dumps({"status_error": _os_error(exc)}) + "\n")
+                    self._progress.flush()
             return True
 
 
-def _heartbeat(out: TextIO, sut: SystemUnderTest, every: float, done: threading.Event) -> None:
+def _os_error(exc: OSError) -> str:
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: [Errno {exc.errno}] {exc.strerror}"
+
+
+class _State:
+    """What the child is doing, for the heartbeat and for a stop request."""
+
+    def __init__(self) -> None:
+        self.stage = "starting"
+        self.sut: SystemUnderTest | None = None
+        #: Set just before LoadGen starts: from then on a stop drains instead of exiting.
+        self.running = False
+        self.interrupted = threading.Event()
+        self.reason = ""
+        self._lock = threading.Lock()
+
+    def enter(self, stage: str) -> None:
+        self.stage = stage
+
+    def first_stop(self, reason: str) -> bool:
+        with self._lock:
+            if self.interrupted.is_set():
+                return False
+            self.reason = reason
+            self.interrupted.set()
+            return True
+
+
+def _heartbeat(out: TextIO, state: _State, every: float, done: threading.Event) -> None:
+    """Beat from the start of setup: a slow model load or compile is alive, not hung."""
     start = time.monotonic()
+    running_since: float | None = None
     while True:
         finished = done.wait(every)
+        sut = state.sut
+        if state.running and running_since is None:
+            running_since = time.monotonic()
+        draining = sut is not None and sut.draining.is_set()
         try:
             out.write(json.dumps({
-                "completed": sut.completer.completed,
-                "elapsed_s": round(time.monotonic() - start, 3),
-                "draining": sut.draining.is_set(),
-                "failed": bool(sut.failures),
+                "stage": "draining" if draining and state.running else state.stage,
+                "setup": not state.running,
+                "completed": sut.completer.completed if sut else 0,
+                # Since LoadGen started: the display's rate must not count the setup.
+                "elapsed_s": round(time.monotonic() - running_since, 3) if running_since
+                else 0.0,
+                "since_start_s": round(time.monotonic() - start, 3),
+                "draining": draining,
+                "failed": bool(sut.failures) if sut else False,
             }) + "\n")
             out.flush()
-        except (BrokenPipeError, ValueError):
-            return  # the parent went away; LoadGen still finishes and writes its logs
+        except (BrokenPipeError, ValueError, OSError):
+            return  # the parent went away; the control pipe's EOF stops the test
         if finished:
             return
 
 
-def _control(sut: SystemUnderTest, interrupted: threading.Event) -> None:
+def _stop(state: _State, status: _Status, reason: str) -> None:
+    """A stop request: drain a running test; during setup there is nothing to keep, exit."""
+    if not state.first_stop(reason):
+        return
+    if not state.running:
+        sut = state.sut
+        if status.write("interrupted", EXIT_INTERRUPTED, sut, stage="setup",
+                        setup_stage=state.stage, reason=reason):
+            if sut is not None:
+                sut.abandon()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+        return
+    assert state.sut is not None
+    state.sut.drain()
+
+
+def _control(state: _State, status: _Status) -> None:
     for line in sys.stdin:
         if line.strip() == "stop":
-            interrupted.set()
-            sut.drain()
+            _stop(state, status, "stop requested by the parent")
             return
+    # EOF: the parent exited or closed the pipe; nobody will collect a longer run.
+    _stop(state, status, "the parent closed the control pipe")
 
 
 def load_model(home: Path, config: RunConfig) -> tuple[ModelCard, BackendBase, BackendInfo]:
@@ -126,37 +202,47 @@ def load_model(home: Path, config: RunConfig) -> tuple[ModelCard, BackendBase, B
 def run_child(spec: ChildSpec, progress: TextIO) -> int:
     """Run the test described by ``spec``; return the process exit code."""
     config, test_dir = spec.config, spec.test_dir
-    status = _Status(test_dir / "status.json")
+    status = _Status(test_dir / "status.json", progress)
     settings = LoadGenSettings(**spec.settings)
-    sut: SystemUnderTest | None = None
+    state = _State()
+    done = threading.Event()
+    # Heartbeat and control start before setup: a model load, TensorRT build or compile
+    # may take many minutes, and must neither look dead nor ignore a stop.
+    threading.Thread(target=_heartbeat, args=(progress, state, config.sut.heartbeat_s, done),
+                     name="heartbeat", daemon=True).start()
+    threading.Thread(target=_control, args=(state, status), name="control",
+                     daemon=True).start()
+    signals.on_stop_signals(lambda name: _stop(state, status, f"{name} received"))
+    if not signals.die_with_parent(spec.parent_pid):
+        _stop(state, status, "the parent exited before the test started")
+    drained = threading.Event()
     try:
+        state.enter("loading model")
         card, backend, info = load_model(spec.home, config)
         status.backend = asdict(info)
+        state.enter("opening dataset")
         # The parent built the preprocessing cache; here it is only opened.
         dataset = datasets.create(card, config.data)
         postprocess, response_dtype = make_postprocess(card)
-        drained = threading.Event()
-        sut = SystemUnderTest(
+        state.enter("warming up")
+        sut = state.sut = SystemUnderTest(
             backend, dataset, postprocess, Completer(response_dtype),
             config.scenario, config.sut, on_drain=drained.set,
             latency_bound_ms=config.loadgen.latency_bound_ms,
             worker_spec=WorkerSpec(spec.home, config),
         )
         sut.warmup()
+        state.enter("starting workers")
+        threading.Thread(target=_hard_exit_after_drain,
+                         args=(state, drained, status, config.sut.drain_grace_s),
+                         daemon=True).start()
+        sut.start()
     except Exception as exc:
-        status.write("failed", EXIT_FAILED, sut, stage="setup", error=f"{exc}",
-                     traceback=traceback.format_exc())
+        status.write("failed", EXIT_FAILED, state.sut, stage="setup", setup_stage=state.stage,
+                     error=f"{exc}", traceback=traceback.format_exc())
+        done.set()
         return EXIT_FAILED
 
-    interrupted = threading.Event()
-    done = threading.Event()
-    threading.Thread(target=_heartbeat, args=(progress, sut, config.sut.heartbeat_s, done),
-                     daemon=True).start()
-    threading.Thread(target=_control, args=(sut, interrupted), daemon=True).start()
-    threading.Thread(target=_hard_exit_after_drain,
-                     args=(sut, drained, interrupted, status, config.sut.drain_grace_s),
-                     daemon=True).start()
-    sut.start()
     # Everything alive now (framework modules, compiled graphs, the dataset) lives until
     # the end: freeze it out of the cyclic collector, whose full passes over a
     # torch.compile heap stalled Server queries by 100-300 ms.
@@ -168,6 +254,10 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
         # 5-10 ms Server tails at a few hundred QPS.
         sys.setswitchinterval(config.sut.switch_interval_us / 1e6)
     started = time.monotonic()
+    state.enter("running")
+    state.running = True
+    if state.interrupted.is_set():
+        sut.drain()  # a stop raced the end of setup: LoadGen answers everything at once
     try:
         run_test(settings, test_dir, sut.issue, sut.flush, spec.qsl_total, spec.qsl_performance,
                  sut.load, sut.unload, spec.audit_config)
@@ -175,8 +265,8 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
         sut.stop()
         done.set()
     extra = {"loadgen_returned": True, "duration_s": round(time.monotonic() - started, 3)}
-    if interrupted.is_set():
-        status.write("interrupted", EXIT_INTERRUPTED, sut, **extra)
+    if state.interrupted.is_set():
+        status.write("interrupted", EXIT_INTERRUPTED, sut, reason=state.reason, **extra)
         return EXIT_INTERRUPTED
     if sut.failures:
         status.write("failed", EXIT_FAILED, sut, stage="run", **extra)
@@ -185,17 +275,19 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
     return EXIT_COMPLETED
 
 
-def _hard_exit_after_drain(sut: SystemUnderTest, drained: threading.Event,
-                           interrupted: threading.Event, status: _Status, grace: float) -> None:
+def _hard_exit_after_drain(state: _State, drained: threading.Event, status: _Status,
+                           grace: float) -> None:
     drained.wait()
     time.sleep(grace)
     # LoadGen is still running (Server keeps its schedule, or an inline call hangs).
-    code = EXIT_INTERRUPTED if interrupted.is_set() else EXIT_FAILED
-    name = "interrupted" if interrupted.is_set() else "failed"
-    if status.write(name, code, sut, stage="run", loadgen_returned=False,
+    interrupted = state.interrupted.is_set()
+    code = EXIT_INTERRUPTED if interrupted else EXIT_FAILED
+    if status.write("interrupted" if interrupted else "failed", code, state.sut, stage="run",
+                    loadgen_returned=False, reason=state.reason,
                     note=f"LoadGen had not finished {grace:g} s after the drain; "
                     "the process exited with the logs written so far"):
-        sut.abandon()
+        if state.sut is not None:
+            state.sut.abandon()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -2,7 +2,8 @@
 ``SuiteError`` and chooses the exit code:
 
 0 every test VALID (and accuracy on target) · 2 ran but INVALID, or a target or rule
-failed · 1 error (bad input, failed run) · 130 interrupted.
+failed · 1 error (bad input, failed run) · 130 interrupted (Ctrl-C, SIGTERM or SIGHUP:
+all three drain the running test and keep its logs, see ``signals``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .config import ConfigRequest
 from .errors import SuiteError
 from .results import RunResult, Status
 from .rules import DEFAULT_ROUND
+from .signals import interrupt_on_termination
 
 # Wide enough for the results table when output is not a terminal (CI logs, pipes).
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -80,12 +82,33 @@ class _Progress:
         if self.task is None:
             self.task = self.progress.add_task(self.label, total=expected)
         rate = completed / elapsed if elapsed > 0 else 0.0
-        self.progress.update(self.task, completed=completed,
+        self.progress.update(self.task, completed=completed, total=expected,
                              description=f"{self.label} {rate:,.0f} samples/s")
 
+    def stage(self, stage: str) -> None:
+        """The child's setup stage ("loading model", "warming up", ...) until LoadGen runs."""
+        if stage == "running":
+            return  # the rate takes over the description
+        if self.task is None:
+            self.task = self.progress.add_task(f"{self.label}: {stage}", total=None)
+        else:
+            self.progress.update(self.task, description=f"{self.label}: {stage}")
 
-def _progress_factory(progress: Progress, label: str) -> Callable[[str], _Progress]:
-    return lambda mode: _Progress(progress, f"{label} {mode}")
+
+class _Bars:
+    """One ``_Progress`` per test, shared by the progress and the stage callbacks."""
+
+    def __init__(self, progress: Progress, label: str) -> None:
+        self.progress, self.label = progress, label
+        self.bars: dict[str, _Progress] = {}
+
+    def bar(self, mode: str) -> _Progress:
+        if mode not in self.bars:
+            self.bars[mode] = _Progress(self.progress, f"{self.label} {mode}")
+        return self.bars[mode]
+
+    def stage(self, mode: str) -> Callable[[str], None]:
+        return self.bar(mode).stage
 
 
 def _run_requests(requests: list[ConfigRequest]) -> int:
@@ -96,9 +119,9 @@ def _run_requests(requests: list[ConfigRequest]) -> int:
                TimeElapsedColumn())
     for request in requests:
         with Progress(*columns, console=err, transient=False) as progress:
-            label = f"{request.benchmark} {request.scenario} {request.backend}"
-            result = run(request, on_progress=_progress_factory(progress, label),
-                         on_lint=_print_lint)
+            bars = _Bars(progress, f"{request.benchmark} {request.scenario} {request.backend}")
+            result = run(request, on_progress=bars.bar, on_lint=_print_lint,
+                         on_stage=bars.stage)
         results.append(result)
         _say_where(result)
         if result.status is Status.INTERRUPTED:
@@ -257,12 +280,15 @@ _add_discovered_commands()
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``suite`` and ``python -m suite``; returns the exit code."""
     try:
-        code = app.main(args=argv, prog_name="suite", standalone_mode=False)
+        with interrupt_on_termination():  # TERM and HUP end a run the way Ctrl-C does
+            code = app.main(args=argv, prog_name="suite", standalone_mode=False)
     except click.exceptions.UsageError as exc:
         err.print(f"[red]usage error:[/] {escape(exc.format_message())}")
         return 1
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        err.print("[magenta]interrupted[/]")
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        cause = exc.__cause__ or exc  # click wraps KeyboardInterrupt in Abort
+        notes = "; ".join(getattr(cause, "__notes__", []))
+        err.print(f"[magenta]interrupted[/]{': ' + escape(notes) if notes else ''}")
         return 130
     except SuiteError as exc:
         err.print(f"[red]error:[/] {escape(exc.message)}")

@@ -12,11 +12,15 @@ from .results import RunResult, Status, TestResult
 
 _STYLE = {Status.VALID: "green", Status.INVALID: "yellow", Status.FAILED: "red",
           Status.INTERRUPTED: "magenta"}
+#: Tests whose LoadGen verdict stands. An interrupted or failed test's figures are no
+#: measurement (a drain answers every outstanding sample at once): no metric, no advice,
+#: even from a result.json written before collection dropped them.
+_MEASURED = (Status.VALID, Status.INVALID)
 
 
 def _metric(test: TestResult) -> tuple[str, str]:
     perf = test.performance
-    if perf is None or perf.metric_value is None:
+    if perf is None or perf.metric_value is None or test.status not in _MEASURED:
         return ("-", "-")
     value = f"{perf.metric_value:.4f} {perf.unit}" if perf.unit == "ms" else (
         f"{perf.metric_value:,.1f} {perf.unit}")
@@ -25,7 +29,7 @@ def _metric(test: TestResult) -> tuple[str, str]:
 
 def _early_stopping(test: TestResult) -> str:
     perf = test.performance
-    if perf is None or perf.early_stopping_met is None:
+    if perf is None or perf.early_stopping_met is None or test.status not in _MEASURED:
         return "-"
     return "met" if perf.early_stopping_met else "NOT met"
 
@@ -43,7 +47,7 @@ def _test_notes(test: TestResult) -> list[str]:
     if test.message:
         notes.append(test.message)
     perf = test.performance
-    if perf is not None:
+    if perf is not None and test.status is Status.INVALID:
         notes += [f"INVALID because {item}" for item in explain(perf)]
     acc = test.accuracy
     if acc is not None and acc.loadgen_errors:

@@ -173,8 +173,14 @@ class RunResult(_Frozen):
     def dump(self, path: Path) -> None:
         """Write atomically (never a half-written result.json)."""
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        try:
+            tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            tmp.replace(path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+            if exc.filename is None:  # a failed write names no file; say which
+                exc.filename = str(path)
+            raise
 
     @classmethod
     def load(cls, path: Path) -> RunResult:

@@ -2,9 +2,14 @@
 
 The parent never imports LoadGen. It writes the child's spec and conf files, starts
 ``python -m suite.child`` in its own session (so a terminal Ctrl-C reaches only the
-parent, which then asks the child to stop through its stdin), relays progress, kills
-a child that stops sending heartbeats, and turns the child's ``status.json`` and
-LoadGen's logs into a ``TestResult``.
+parent, which then asks the child to stop through its stdin), relays progress and the
+child's setup stage, kills a child that stops sending heartbeats or whose setup never
+ends, and turns the child's ``status.json`` and LoadGen's logs into a ``TestResult``.
+
+A performance test is VALID or INVALID only by LoadGen's verdict in its detail log: a
+missing or incomplete log fails the test, naming the file. Only a completed test carries
+a performance summary: an interrupted or failed test's numbers (a drain answers every
+outstanding sample at once) are no measurement.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import RunConfig
+from .errors import SuiteError
 from .logs import DETAIL_LOG, parse_detail_log
 from .results import PerformanceSummary, Status, TestResult, summarize_performance
 from .rules import RuleSet
@@ -31,6 +37,18 @@ from .settings import write_settings
 
 #: Called with (completed samples, expected samples or None, elapsed seconds).
 ProgressCallback = Callable[[int, int | None, float], None]
+#: Called with the child's stage when it changes ("loading model", ..., "running").
+StageCallback = Callable[[str], None]
+
+#: Silence tolerated beyond the SUT's own watchdog and drain grace before the child is
+#: presumed dead (its heartbeat thread beats every ``sut.heartbeat_s``, setup included).
+LIVENESS_SLACK_S = 30.0
+#: Extra silence allowed before the first heartbeat: interpreter start and imports.
+STARTUP_ALLOWANCE_S = 90.0
+#: The longest a child may stay in setup while it still beats (a model load, a cold
+#: TensorRT INT8 build, compiling every batch size): it catches a setup that hangs with
+#: its heartbeat thread alive. ``sut.setup_timeout_s`` overrides it where the config has it.
+SETUP_TIMEOUT_S = 4 * 3600.0
 
 
 def create_run_dir(runs_dir: Path, benchmark: str, scenario: str, mode: str) -> Path:
@@ -53,26 +71,42 @@ class _Watch:
     last_beat: float
     beats: int = 0
     completed: int = 0
+    stage: str = "starting"
+    setup: bool = True
+    #: Why the child could not write status.json (a full disk), if it said so.
+    status_error: str = ""
 
 
 def _relay(pipe: Any, watch: _Watch, expected: int | None,
-           on_progress: ProgressCallback | None) -> None:
+           on_progress: ProgressCallback | None, on_stage: StageCallback | None) -> None:
     for line in pipe:
         try:
             beat = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if "status_error" in beat:
+            watch.status_error = str(beat["status_error"])
+            continue
         watch.last_beat = time.monotonic()
         watch.beats += 1
         watch.completed = int(beat.get("completed", 0))
-        if on_progress is not None:
+        watch.setup = bool(beat.get("setup", False))
+        stage = str(beat.get("stage", "running"))
+        if stage != watch.stage:
+            watch.stage = stage
+            if on_stage is not None:
+                on_stage(stage)
+        if on_progress is not None and not watch.setup:
             on_progress(watch.completed, expected, float(beat.get("elapsed_s", 0.0)))
 
 
 def _liveness_limit(config: RunConfig, watch: _Watch) -> float:
-    # Before the first heartbeat the child is loading the model and warming up.
-    base = config.sut.watchdog_timeout_s + config.sut.drain_grace_s + 30.0
-    return base if watch.beats else 2 * base + 60.0
+    base = config.sut.watchdog_timeout_s + config.sut.drain_grace_s + LIVENESS_SLACK_S
+    return base if watch.beats else base + STARTUP_ALLOWANCE_S
+
+
+def _setup_limit(config: RunConfig) -> float:
+    return float(getattr(config.sut, "setup_timeout_s", SETUP_TIMEOUT_S))
 
 
 def run_in_child(
@@ -84,6 +118,7 @@ def run_in_child(
     on_progress: ProgressCallback | None = None,
     audit_config: Path | None = None,
     dataset_size: int | None = None,
+    on_stage: StageCallback | None = None,
 ) -> TestResult:
     """Run one LoadGen test in a fresh child process and collect its result.
 
@@ -101,6 +136,7 @@ def run_in_child(
         "qsl_total": total,
         "qsl_performance": config.loadgen.performance_sample_count,
         "audit_config": str(audit_config) if audit_config else None,
+        "parent_pid": os.getpid(),
     }
     spec_path = test_dir / "child_spec.json"
     spec_path.write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
@@ -117,13 +153,20 @@ def run_in_child(
         watch = _Watch(last_beat=time.monotonic())
         with os.fdopen(read_fd, encoding="utf-8") as pipe:
             relay = threading.Thread(
-                target=_relay, args=(pipe, watch, settings.expected_samples, on_progress),
+                target=_relay,
+                args=(pipe, watch, settings.expected_samples, on_progress, on_stage),
                 daemon=True,
             )
             relay.start()
             interrupted, killed = _wait(child, config, watch)
             relay.join(timeout=2.0)
-    return _collect(config, mode, test_dir, child.returncode, interrupted, killed)
+    return collect_test(config, mode, test_dir, child.returncode, bool(interrupted),
+                        killed or _status_error(watch), interrupted)
+
+
+def _status_error(watch: _Watch) -> str:
+    return f"the child could not record its outcome: {watch.status_error}" \
+        if watch.status_error else ""
 
 
 def _child_pythonpath() -> str:
@@ -134,10 +177,15 @@ def _child_pythonpath() -> str:
     return os.pathsep.join(dict.fromkeys([package_root, *entries]))
 
 
-def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch) -> tuple[bool, str]:
-    """Wait for the child; forward Ctrl-C as a stop request; kill it if it goes silent."""
-    interrupted, killed = False, ""
+def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch) -> tuple[str, str]:
+    """Wait for the child; forward Ctrl-C (and TERM, HUP: see ``signals``) as a stop
+    request; kill it if it goes silent, or if its setup outlasts the setup bound.
+
+    Returns (what interrupted the run, or "", why the child was killed, or "").
+    """
+    interrupted, killed = "", ""
     stop_deadline: float | None = None
+    setup_deadline = time.monotonic() + _setup_limit(config)
     while True:
         try:
             if child.poll() is not None:
@@ -150,13 +198,18 @@ def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch) -> tup
                 child.kill()
                 killed = (f"the child sent no heartbeat for {now - watch.last_beat:.0f} s "
                           "and was killed")
+            elif watch.setup and now > setup_deadline and not interrupted:
+                child.kill()
+                killed = (f"setup did not finish within {_setup_limit(config):g} s (stage: "
+                          f"{watch.stage}); the child was killed")
             time.sleep(0.05)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             if interrupted:  # a second Ctrl-C: stop waiting politely
                 child.kill()
                 killed = "killed after a second interrupt"
                 continue
-            interrupted = True
+            # ``signals.interrupt_on_termination`` names the signal; Ctrl-C names none.
+            interrupted = str(exc.args[0]) if exc.args else "Ctrl-C"
             with contextlib.suppress(BrokenPipeError, OSError, ValueError):
                 assert child.stdin is not None
                 child.stdin.write("stop\n")
@@ -164,26 +217,28 @@ def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch) -> tup
             stop_deadline = time.monotonic() + config.sut.drain_grace_s + 15.0
 
 
-def _collect(config: RunConfig, mode: Mode, test_dir: Path, returncode: int, interrupted: bool,
-             killed: str) -> TestResult:
+def collect_test(config: RunConfig, mode: Mode, test_dir: Path, returncode: int,
+                 interrupted: bool, killed: str = "", interrupt_reason: str = "") -> TestResult:
+    """The ``TestResult`` of a finished child, from its ``status.json`` and LoadGen's logs."""
     status_path = test_dir / "status.json"
     child: dict[str, Any] = {}
     if status_path.is_file():
         with contextlib.suppress(json.JSONDecodeError):
             child = json.loads(status_path.read_text(encoding="utf-8"))
-    performance: PerformanceSummary | None = None
-    detail = test_dir / DETAIL_LOG
-    if mode is Mode.PERFORMANCE and detail.is_file():
-        with contextlib.suppress(Exception):  # a truncated log stays a failed test's evidence
-            performance = summarize_performance(parse_detail_log(detail), config.scenario)
-
     state = child.get("status")
     message = ""
+    performance: PerformanceSummary | None = None
     if interrupted or state == "interrupted":
         status = Status.INTERRUPTED
-        message = "interrupted (Ctrl-C)"
+        message = f"interrupted ({interrupt_reason or child.get('reason') or 'Ctrl-C'})"
     elif state == "completed" and returncode == 0:
-        status = Status.VALID if performance is None or performance.is_valid else Status.INVALID
+        status = Status.VALID
+        if mode is Mode.PERFORMANCE:
+            performance, problem = _performance(config, test_dir / DETAIL_LOG)
+            if performance is None:
+                status, message = Status.FAILED, problem
+            elif not performance.is_valid:
+                status = Status.INVALID
     else:
         status = Status.FAILED
         message = _failure_message(child, returncode, killed)
@@ -198,6 +253,21 @@ def _collect(config: RunConfig, mode: Mode, test_dir: Path, returncode: int, int
         performance=performance,
         backend=child.get("backend", {}),
     )
+
+
+def _performance(config: RunConfig, detail: Path) -> tuple[PerformanceSummary | None, str]:
+    """LoadGen's verdict from a completed test's detail log, or why there is none."""
+    try:
+        performance = summarize_performance(parse_detail_log(detail), config.scenario)
+    except SuiteError:
+        return None, f"LoadGen's detail log {detail} is missing; no verdict without it"
+    except (OSError, ValueError, TypeError) as exc:
+        return None, f"LoadGen's detail log {detail} is unreadable ({exc}); no verdict"
+    if performance.result_validity is None:
+        # LoadGen writes its verdict last: a log without it was cut short.
+        return None, (f"LoadGen's detail log {detail} has no result_validity record "
+                      "(truncated or not LoadGen's); no verdict without it")
+    return performance, ""
 
 
 def _failure_message(child: dict[str, Any], returncode: int, killed: str) -> str:
