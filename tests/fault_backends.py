@@ -122,3 +122,49 @@ class CachingBackend(SteadyBackend):
         outputs = super().predict(batch)
         self._last = (key, outputs.copy())
         return outputs
+
+
+# Output-contract breakers (tests/test_output_contract.py): each answers every batch,
+# at once, with outputs that numpy would postprocess without complaint.
+
+
+class OneRowBackend(NullBackend):
+    """One output row for the whole batch (numpy would broadcast it to every sample)."""
+
+    def predict(self, batch: Batch) -> Outputs:
+        return super().predict(batch)[:1]
+
+
+class ExtraRowsBackend(NullBackend):
+    """One row more than the batch has samples (the completion slice would drop it)."""
+
+    def predict(self, batch: Batch) -> Outputs:
+        return np.zeros((len(batch) + 1, 10), dtype=np.float32)
+
+
+class WideBackend(NullBackend):
+    """Eleven scores per digit sample where the card says ten."""
+
+    def predict(self, batch: Batch) -> Outputs:
+        return np.zeros((len(batch), 11), dtype=np.float32)
+
+
+class IntScoresBackend(NullBackend):
+    """Integer scores where the card says float32 (argmax reads them all the same)."""
+
+    def predict(self, batch: Batch) -> Outputs:
+        return np.zeros((len(batch), 10), dtype=np.int32)
+
+
+class ObjectScoresBackend(NullBackend):
+    """Python float objects, not a numeric array (argmax still compares them)."""
+
+    def predict(self, batch: Batch) -> Outputs:
+        return np.zeros((len(batch), 10)).astype(object)
+
+
+class NanBackend(NullBackend):
+    """NaN scores: performance mode never looks at them, argmax answers class 0."""
+
+    def predict(self, batch: Batch) -> Outputs:
+        return np.full((len(batch), 10), np.nan, dtype=np.float32)
