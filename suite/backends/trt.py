@@ -15,6 +15,13 @@ pool, so concurrent worker threads never share one: copy in, ``execute_async_v3`
 copy out, all async on the context's stream, then one synchronize. The CUDA
 context is the device's primary context (the one TensorRT's runtime uses), pushed
 on whichever thread calls.
+
+INT8 with a dynamic batch: TensorRT calibrates at the OPT shape of the calibration
+profile (``IBuilderConfig.set_calibration_profile``), so that profile is fixed at
+the calibrator's batch size, the size its device buffer holds; the buffer is freed
+once the build ends, built or not. ``close`` releases in TensorRT's documented order:
+execution contexts (and their buffers), then the engine, then the runtime, then the
+CUDA context.
 """
 
 from __future__ import annotations
@@ -78,6 +85,42 @@ class _Slot:
     dev_out: Any
 
 
+def profile_shapes(sample_shape: tuple[int, ...], opt_batch: int, max_batch: int
+                   ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(min, opt, max) input shapes of a serving profile: batch 1..max, tuned at opt."""
+    return tuple((n, *sample_shape) for n in (1, opt_batch, max_batch))  # type: ignore[return-value]
+
+
+def calibration_batch(requested: int, max_batch: int) -> int:
+    """The calibrator's batch size: the requested one, at most the engine's maximum."""
+    return max(1, min(requested, max_batch))
+
+
+def calibration_shapes(sample_shape: tuple[int, ...], batch: int
+                       ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(min, opt, max) of the calibration profile: all the calibrator's batch, because
+    TensorRT calibrates at OPT and the calibrator's buffer holds exactly ``batch``."""
+    shape = (batch, *sample_shape)
+    return shape, shape, shape
+
+
+def calibrated_samples(available: int, batch: int) -> int:
+    """How many samples calibration sees: whole batches only (``get_batch`` stops at a
+    partial one)."""
+    return available // batch * batch
+
+
+def precision_record(precision: str, samples: int | None) -> tuple[str, str]:
+    """(``BackendInfo.precision``, ``weight_transformations``) of an engine."""
+    if precision == "int8":
+        count = "sample count not recorded" if samples is None else f"{samples} samples"
+        return ("int8 (fp16 where a layer has no int8 kernel)",
+                f"int8 post-training calibration (entropy, {count})")
+    if precision == "fp16":
+        return "fp16", "cast to fp16"
+    return "fp32", "none"
+
+
 class TensorRTBackend(BackendBase):
     """Runs a TensorRT engine of the card's ONNX model; see the module docstring."""
 
@@ -100,6 +143,9 @@ class TensorRTBackend(BackendBase):
         self._input = ""
         self._sample_shape: tuple[int, ...] = ()
         self._max_batch = 0
+        #: Page-locked buffers handed out by ``input_buffer``, by host address.
+        self._buffers: dict[int, Any] = {}
+        self._calibrated: int | None = None
 
     # -- loading ---------------------------------------------------------------------
 
@@ -127,10 +173,16 @@ class TensorRTBackend(BackendBase):
             if self._engine is None:
                 cached, plan = False, self._build(trt, cuda, card, logger)
                 path.parent.mkdir(parents=True, exist_ok=True)
+                # What the build did that the engine does not say, read back on a hit;
+                # written first, so a cached engine never lacks it.
+                path.with_suffix(".json").write_text(json.dumps(
+                    {"calibrated_samples": self._calibrated}) + "\n")
                 tmp = path.with_suffix(f".tmp{os.getpid()}")
                 tmp.write_bytes(plan)
                 tmp.replace(path)
                 self._engine = runtime.deserialize_cuda_engine(plan)
+            elif opts.precision == "int8":
+                self._calibrated = _recorded_samples(path)
             if self._engine is None:
                 raise BackendError(f"TensorRT could not deserialize the engine {path}")
             self._check_io(trt, card)
@@ -140,9 +192,10 @@ class TensorRTBackend(BackendBase):
                 self._pool.put(slot)
         finally:
             self._ctx.pop()
+        precision, transformations = precision_record(opts.precision, self._calibrated)
         return BackendInfo(
             name=self.name, version=trt.__version__, device=f"cuda:{opts.device_id}",
-            thread_safe=True,
+            thread_safe=True, precision=precision, weight_transformations=transformations,
             details={"gpu": gpu, "precision": opts.precision, "engine": str(path),
                      "engine_cache": "hit" if cached else "built",
                      "contexts": str(opts.contexts), "max_batch_size": str(max_batch_size)},
@@ -158,6 +211,8 @@ class TensorRTBackend(BackendBase):
             "workspace_mib": opts.workspace_mib, "level": opts.builder_optimization_level,
             "calibration": [opts.calibration_samples, opts.calibration_batch_size]
             if opts.precision == "int8" else None,
+            # 2: int8 engines calibrate at the calibrator's batch (earlier ones did not).
+            "recipe": 2,
         }
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
         return Path(opts.cache_dir) / f"{card.name}-{opts.precision}-{digest[:20]}.engine"
@@ -180,20 +235,27 @@ class TensorRTBackend(BackendBase):
             config.set_flag(trt.BuilderFlag.FP16)
         else:
             config.clear_flag(trt.BuilderFlag.TF32)  # on by default; fp32 means fp32
-        shapes = [(n, *self._sample_shape) for n in (1, self._opt_batch(), self._max_batch)]
-        profiles = []
+        shapes = profile_shapes(self._sample_shape, self._opt_batch(), self._max_batch)
         for _ in range(opts.contexts):  # one per context, so contexts never share one
             profile = builder.create_optimization_profile()
             profile.set_shape(self._input, *shapes)
             config.add_optimization_profile(profile)
-            profiles.append(profile)
         calibrator = None
-        if opts.precision == "int8":
-            config.set_flag(trt.BuilderFlag.INT8)
-            calibrator = self._calibrator(trt, cuda, card)
-            config.int8_calibrator = calibrator
-            config.set_calibration_profile(profiles[0])
-        serialized = builder.build_serialized_network(network, config)
+        try:
+            if opts.precision == "int8":
+                config.set_flag(trt.BuilderFlag.INT8)
+                calibrator = self._calibrator(trt, cuda, card)
+                config.int8_calibrator = calibrator
+                # Calibration runs at the calibration profile's OPT shape: the serving
+                # profiles' OPT is the maximum batch, more than the buffer holds.
+                calibration = builder.create_optimization_profile()
+                calibration.set_shape(self._input, *calibration_shapes(
+                    self._sample_shape, calibrator.get_batch_size()))
+                config.set_calibration_profile(calibration)
+            serialized = builder.build_serialized_network(network, config)
+        finally:
+            if calibrator is not None:
+                calibrator.free()  # the device buffer is needed only while building
         if serialized is None:
             raise BackendError(f"TensorRT could not build an engine from {card.onnx_path} "
                                f"({opts.precision}); see its log above")
@@ -203,9 +265,10 @@ class TensorRTBackend(BackendBase):
         from ..datasets import calibration_set
 
         opts = self.opts
-        batch = min(opts.calibration_batch_size, self._max_batch)
+        batch = calibration_batch(opts.calibration_batch_size, self._max_batch)
         data = np.ascontiguousarray(calibration_set(card, opts.calibration_samples),
                                     dtype=np.float32)
+        self._calibrated = calibrated_samples(len(data), batch)
         digest = hashlib.sha256(data.tobytes()).hexdigest()[:20]
         model_sha = sha256_file(card.onnx_path)
         cache = Path(opts.cache_dir) / f"{card.name}-{model_sha[:12]}-{digest}.calib"
@@ -237,7 +300,23 @@ class TensorRTBackend(BackendBase):
         stream.synchronize()
         return _Slot(context, stream, host_in, host_out, dev_in, dev_out)
 
-    # -- predicting ------------------------------------------------------------------
+    # -- host buffers and predicting --------------------------------------------------
+
+    def input_buffer(self, max_batch: int, sample_shape: tuple[int, ...],
+                     dtype: str) -> Batch | None:
+        """A page-locked array (pycuda ``pagelocked_empty``) the SUT gathers into;
+        ``predict`` copies from it to the device directly, skipping the slot's staging
+        copy. Raw input is not taken: normalising would need a kernel of our own."""
+        if self._ctx is None or (max_batch, *sample_shape) != (self._max_batch,
+                                                                *self._sample_shape):
+            return None
+        self._ctx.push()
+        try:
+            array: Batch = self._cuda.pagelocked_zeros((max_batch, *sample_shape), dtype)
+        finally:
+            self._ctx.pop()
+        self._buffers[array.ctypes.data] = array
+        return array
 
     def predict(self, batch: Batch) -> Outputs:
         n, cuda = len(batch), self._cuda
@@ -246,9 +325,14 @@ class TensorRTBackend(BackendBase):
         slot = self._pool.get()
         self._ctx.push()
         try:
-            np.copyto(slot.host_in[:n], batch, casting="same_kind")
+            source = slot.host_in[:n]
+            if (batch.ctypes.data in self._buffers and batch.dtype == source.dtype
+                    and batch.flags.c_contiguous):
+                source = batch  # batch = buffer[:n] of our page-locked buffer: no copy
+            else:
+                np.copyto(source, batch, casting="same_kind")
             slot.context.set_input_shape(self._input, (n, *self._sample_shape))
-            cuda.memcpy_htod_async(slot.dev_in, slot.host_in[:n], slot.stream)
+            cuda.memcpy_htod_async(slot.dev_in, source, slot.stream)
             if not slot.context.execute_async_v3(slot.stream.handle):
                 raise BackendError("TensorRT execute_async_v3 failed; see its log")
             cuda.memcpy_dtoh_async(slot.host_out[:n], slot.dev_out, slot.stream)
@@ -260,19 +344,41 @@ class TensorRTBackend(BackendBase):
             self._pool.put(slot)
 
     def close(self) -> None:
+        """Release in TensorRT's order: contexts, engine, runtime; then the CUDA context.
+
+        The pool holds the same slots as ``_slots``: both are emptied before the engine
+        is dropped, or a context would outlive its engine.
+        """
         if self._ctx is None:
             return
         self._ctx.push()
         try:
+            while not self._pool.empty():
+                self._pool.get_nowait()
             for slot in self._slots:
+                slot.stream.synchronize()  # nothing may still run on the buffers
+                slot.context = None  # the last reference: the context is destroyed here
                 slot.dev_in.free()
                 slot.dev_out.free()
+                slot.host_in = slot.host_out = None
             self._slots.clear()
-            self._engine = self._runtime = None
+            self._buffers.clear()
+            self._engine = None
+            self._runtime = None
         finally:
             self._ctx.pop()
             self._ctx.detach()
             self._ctx = None
+
+
+def _recorded_samples(engine_path: Path) -> int | None:
+    """The calibrated sample count written beside a cached engine, or None."""
+    try:
+        value = json.loads(engine_path.with_suffix(".json").read_text()).get(
+            "calibrated_samples")
+    except (OSError, ValueError, AttributeError):
+        return None  # recorded as "not recorded", never guessed
+    return value if isinstance(value, int) else None
 
 
 def _make_calibrator(trt: Any, cuda: Any, data: Any, batch_size: int, cache: Path) -> Any:
@@ -282,7 +388,13 @@ def _make_calibrator(trt: Any, cuda: Any, data: Any, batch_size: int, cache: Pat
         def __init__(self) -> None:
             trt.IInt8EntropyCalibrator2.__init__(self)
             self.position = 0
-            self.device = cuda.mem_alloc(batch_size * data[0].nbytes)
+            self.device: Any = cuda.mem_alloc(batch_size * data[0].nbytes)
+
+        def free(self) -> None:
+            """Free the device buffer (once; calibration is over)."""
+            if self.device is not None:
+                self.device.free()
+                self.device = None
 
         def get_batch_size(self) -> int:
             return batch_size
