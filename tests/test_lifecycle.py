@@ -194,3 +194,19 @@ def test_an_unwritable_runs_dir_is_one_line_naming_it_and_the_errno(tmp_path: Pa
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert f"cannot create a run directory in {runs}: [Errno 20 ENOTDIR]" in proc.stderr
+
+
+def test_the_display_shows_the_setup_stage_then_the_rate() -> None:
+    import io
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    progress = Progress(console=Console(file=io.StringIO()))
+    bars = cli._Bars(progress, "digits offline null")
+    bars.stage("performance")("compiling")
+    [task] = progress.tasks
+    assert task.description == "digits offline null performance: compiling"
+    bars.bar("performance")(500, 1000, 0.5)
+    assert progress.tasks == [task] and task.description.endswith("1,000 samples/s")
+    assert task.completed == 500 and task.total == 1000
