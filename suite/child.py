@@ -229,6 +229,7 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
             backend, dataset, postprocess, Completer(response_dtype),
             config.scenario, config.sut, on_drain=drained.set,
             latency_bound_ms=config.loadgen.latency_bound_ms,
+            target_qps=config.loadgen.target_qps,
             worker_spec=WorkerSpec(spec.home, config),
         )
         sut.warmup()

@@ -40,7 +40,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from .batch_stats import BatchStats, merge
+
 if TYPE_CHECKING:
+    from .backends.base import RawInput
     from .config import RunConfig
     from .datasets.base import InMemoryDataset
     from .loadgen import Completer
@@ -132,6 +135,8 @@ class ProcessWorkers:
         self._closed = False
         self._stopping = False
         self._completion: threading.Thread | None = None
+        #: ``sizes[n]``: batches of ``n`` the workers completed (the completion thread's).
+        self._sizes = [0] * (max_batch + 1)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -143,7 +148,8 @@ class ProcessWorkers:
                 target=_worker_main, name=f"sut-worker-{number}", daemon=True,
                 args=(self.spec, number, self._ring.name, self.layout, self._claim_lock,
                       self._writer, self._errors, self.max_batch, max_wait_s,
-                      dataset.sample_shape, str(dataset.dtype), str(self.completer.dtype)))
+                      dataset.sample_shape, str(dataset.dtype), str(self.completer.dtype),
+                      dataset.raw))
             process.start()
             self._processes.append(process)
         ready, deadline = 0, time.monotonic() + timeout_s
@@ -206,6 +212,12 @@ class ProcessWorkers:
             old.unlink()
         self._generation = generation
 
+    def batch_profile(self) -> dict[str, Any]:
+        """The completed batches' sizes (the phases' seconds stay in the workers)."""
+        stats = BatchStats(self.max_batch)
+        stats.sizes = list(self._sizes)
+        return merge([stats])
+
     # -- LoadGen's issue thread ----------------------------------------------------------
 
     def issue(self, ids: list[int], indices: list[int]) -> None:
@@ -248,6 +260,7 @@ class ProcessWorkers:
             except (EOFError, OSError):
                 return
             if kind == _DONE:
+                self._sizes[count] += 1
                 self._complete(first, count)
             elif kind == _FAILED:
                 self._report_worker_failure()
@@ -335,12 +348,12 @@ def _staged_name(ring_name: str, generation: int) -> str:
 def _worker_main(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout,
                  claim_lock: Any, writer: Any, errors: Any, max_batch: int,
                  max_wait_s: float, sample_shape: tuple[int, ...], sample_dtype: str,
-                 response_dtype: str) -> None:
+                 response_dtype: str, raw: RawInput | None) -> None:
     """Build the backend, then claim, predict and hand back batches until stopped."""
     _die_with_parent()
     try:
         _serve(spec, number, ring_name, layout, claim_lock, writer, max_batch, max_wait_s,
-               sample_shape, np.dtype(sample_dtype), np.dtype(response_dtype))
+               sample_shape, np.dtype(sample_dtype), np.dtype(response_dtype), raw)
     except BaseException as exc:
         errors.put((number, repr(exc), traceback.format_exc()))
         writer.send_bytes(_MESSAGE.pack(_FAILED, number, 0))
@@ -366,16 +379,22 @@ def _die_with_parent() -> None:
 
 def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim_lock: Any,
            writer: Any, max_batch: int, max_wait_s: float, sample_shape: tuple[int, ...],
-           sample_dtype: np.dtype[Any], response_dtype: np.dtype[Any]) -> None:
+           sample_dtype: np.dtype[Any], response_dtype: np.dtype[Any],
+           raw: RawInput | None) -> None:
     from .child import load_model
     from .postprocess import make_postprocess
 
     card, backend, _ = load_model(spec.home, spec.config)
+    if raw is not None and not backend.accept_raw_input(raw):
+        raise RuntimeError("the backend took the raw input form in the LoadGen process "
+                           "but refused it in a worker process")
     postprocess, _ = make_postprocess(card)
     ring = shared_memory.SharedMemory(name=ring_name)
     ctrl, indices, responses = layout.views(ring.buf, response_dtype)
     staged = _Staged(ring_name, sample_shape, sample_dtype)
-    buffer = np.empty((max_batch, *sample_shape), dtype=sample_dtype)
+    buffer = backend.input_buffer(max_batch, sample_shape, str(sample_dtype))
+    if buffer is None:
+        buffer = np.empty((max_batch, *sample_shape), dtype=sample_dtype)
     for _ in range(max(1, spec.config.sut.warmup_batches)):
         for size in sorted({1, max_batch}):
             backend.predict(buffer[:size])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import math
 import queue
 import threading
 import time
@@ -37,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .backends.base import BackendBase
+from .batch_stats import BatchStats, merge
 from .config import SutConfig
 from .datasets.base import InMemoryDataset
 from .errors import ConfigError
@@ -85,6 +87,48 @@ class FailureLog:
 Query = tuple[list[int], list[int]]
 
 
+@dataclass(frozen=True)
+class BatchCost:
+    """A backend's batch latency as ``fixed_s + per_sample_s * n``, fitted at warm-up
+    from the median latencies at batch 1 and at ``max_batch_size``."""
+
+    fixed_s: float
+    per_sample_s: float
+
+    @classmethod
+    def fit(cls, n1: int, t1: float, n2: int, t2: float) -> BatchCost:
+        per_sample = max(0.0, (t2 - t1) / (n2 - n1)) if n2 > n1 else 0.0
+        return cls(max(0.0, t1 - per_sample * n1), per_sample)
+
+    def latency_s(self, n: int) -> float:
+        return self.fixed_s + self.per_sample_s * n
+
+    def batch_cap(self, bound_s: float, max_batch: int, workers: int = 1,
+                  rate: float = 0.0) -> int:
+        """The largest Server batch to form, 1 to ``max_batch``.
+
+        A query waits for a worker (up to one batch) and then runs in its own batch, so
+        a batch that takes more than half the bound puts its queries at risk; a backlog
+        must not grow batches past that: on an accelerator whose full batch takes
+        longer than the bound (ResNet-50 at 256 on one GPU, 25 ms against 15) that
+        growth turned a passing rate into seconds of queueing. But a cap below what
+        ``workers`` need to carry ``rate`` (with a fifth in reserve) would starve the
+        run outright, so the cap is never below that.
+        """
+        if self.per_sample_s <= 0:
+            return max_batch
+        safe = int((bound_s / 2 - self.fixed_s) / self.per_sample_s)
+        needed = 0
+        per_worker = 1.2 * rate / max(workers, 1)  # samples/s each worker must carry
+        if per_worker > 0:
+            if per_worker * self.per_sample_s >= 1:
+                needed = max_batch  # not even full batches keep up: as large as allowed
+            else:  # n / (fixed + per_sample * n) >= per_worker
+                needed = math.ceil(per_worker * self.fixed_s /
+                                   (1 - per_worker * self.per_sample_s))
+        return max(1, min(max_batch, max(safe, needed)))
+
+
 def derive_max_wait_s(bound_s: float, batch_s: float) -> float:
     """How long a Server batch may wait for more queries, from the latency bound and the
     measured latency of a full batch.
@@ -110,6 +154,7 @@ class SystemUnderTest:
         on_drain: Callable[[], None] = lambda: None,
         latency_bound_ms: float | None = None,
         worker_spec: WorkerSpec | None = None,
+        target_qps: float = 0.0,
     ) -> None:
         self.backend = backend
         self.dataset = dataset
@@ -123,10 +168,19 @@ class SystemUnderTest:
         self._on_drain = on_drain
         self._queue: queue.SimpleQueue[Query | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
-        self._inline_buffer = dataset.new_buffer(config.max_batch_size)
+        #: "raw" when the backend took the dataset's raw form (normalising on its
+        #: device), else "model": staged samples are the model's inputs.
+        self.input_form = "raw" if dataset.offer_raw(backend.accept_raw_input) else "model"
+        self._inline_buffer = self._new_buffer()
+        #: One per worker thread, written only by it (``batch_profile`` sums them).
+        self._stats: list[BatchStats] = []
         self._stop = threading.Event()
         self._latency_bound_ms = latency_bound_ms
+        self._target_qps = target_qps
         self.max_wait_s = max(config.max_wait_us, 0) / 1e6
+        #: The largest Server batch: ``max_batch_size``, or less where a batch that large
+        #: could not meet the latency bound (derived at warm-up; see ``BatchCost``).
+        self.batch_cap = config.max_batch_size
         #: Values the SUT derived at warm-up (recorded in status.json).
         self.derived: dict[str, float] = {}
         #: ``issue_queries`` calls: fewer than samples when LoadGen coalesced queries.
@@ -151,22 +205,46 @@ class SystemUnderTest:
 
     # -- lifecycle -------------------------------------------------------------------
 
+    def _new_buffer(self) -> Any:
+        """A gather buffer for one worker: the backend's own (page-locked, where it
+        copies to a device) so a gathered batch needs no second copy, else a plain one."""
+        size = self.config.max_batch_size
+        buffer = self.backend.input_buffer(size, self.dataset.sample_shape,
+                                           str(self.dataset.dtype))
+        return buffer if buffer is not None else self.dataset.new_buffer(size)
+
+    def batch_profile(self) -> dict[str, Any]:
+        """The batches of this test (sizes, seconds per phase) and how inputs were
+        staged; recorded in ``status.json``."""
+        if self.processes is not None:
+            return {"input_form": self.input_form, **self.processes.batch_profile()}
+        return {"input_form": self.input_form, **merge(self._stats)}
+
     def warmup(self) -> None:
-        """Predict zero batches before LoadGen starts (JIT, allocators, caches), timing the
-        largest batch to derive the Server wait when ``max_wait_us`` is -1."""
-        sizes = sorted({1, self.config.max_batch_size})
-        timings: list[float] = []
+        """Predict zero batches before LoadGen starts (JIT, allocators, caches), timing
+        batch 1 and the largest batch; for Server with ``max_wait_us`` = -1, derive from
+        them the largest batch that can meet the latency bound and the wait."""
+        largest = self.config.max_batch_size
+        timings: dict[int, list[float]] = {1: [], largest: []}
+        buffer = self._inline_buffer  # the backend's own buffer: the run's input path
+        buffer.fill(0)
         for _ in range(self.config.warmup_batches):
-            for size in sizes:
+            for size in timings:
                 start = time.perf_counter()
-                self.backend.predict(np.zeros_like(self._inline_buffer[:size]))
-                if size == self.config.max_batch_size:
-                    timings.append(time.perf_counter() - start)
-        if self.dispatch is Dispatch.DYNAMIC and self.config.max_wait_us < 0:
-            batch_s = sorted(timings)[len(timings) // 2] if timings else 0.0
+                self.backend.predict(buffer[:size])
+                timings[size].append(time.perf_counter() - start)
+        if self.dispatch is Dispatch.DYNAMIC and self.config.max_wait_us < 0 and timings[1]:
+            median = {n: sorted(t)[len(t) // 2] for n, t in timings.items()}
+            cost = BatchCost.fit(1, median[1], largest, median[largest])
             bound_s = (self._latency_bound_ms or 0.0) / 1e3
+            self.batch_cap = (cost.batch_cap(bound_s, largest, self.config.workers,
+                                             self._target_qps) if bound_s else largest)
+            batch_s = cost.latency_s(self.batch_cap)
             self.max_wait_s = derive_max_wait_s(bound_s, batch_s)
-            self.derived = {"batch_latency_us": round(batch_s * 1e6, 1),
+            self.derived = {"batch_latency_us": round(median[largest] * 1e6, 1),
+                            "batch1_latency_us": round(median[1] * 1e6, 1),
+                            "batch_cap": self.batch_cap,
+                            "capped_batch_latency_us": round(batch_s * 1e6, 1),
                             "max_wait_us": round(self.max_wait_s * 1e6, 1)}
 
     def start(self) -> None:
@@ -193,7 +271,7 @@ class SystemUnderTest:
     def _start_processes(self, spec: WorkerSpec) -> None:
         pool = self.processes = ProcessWorkers(
             spec, self.dataset, self.completer, self.config.workers,
-            self.config.max_batch_size, self._worker_failed)
+            self.batch_cap, self._worker_failed)
         pool.start(self.max_wait_s, timeout_s=max(60.0, self.config.watchdog_timeout_s))
         pool_issue = pool.issue
 
@@ -340,20 +418,25 @@ class SystemUnderTest:
 
     # -- work ------------------------------------------------------------------------
 
-    def _run(self, item: Item, buffer: Any) -> None:
+    def _run(self, item: Item, buffer: Any, stats: BatchStats) -> None:
         """Predict one registered batch and complete it, unless a drain claimed it first."""
         token, ids, indices = item
         try:
             if self.draining.is_set():
                 return  # the drain completed it
+            start = time.perf_counter()
             batch = (self.dataset.sample(indices[0]) if len(indices) == 1 else
                      self.dataset.gather(np.asarray(indices, dtype=np.int64), buffer))
+            gathered = time.perf_counter()
             responses = self.postprocess(self.backend.predict(batch))
         except Exception as exc:
             self._batch_failed(exc, len(ids))
             return
+        predicted = time.perf_counter()
         if self.inflight.claim(token):  # not drained (watchdog) while we predicted
             self.completer.complete(ids, responses)
+        stats.add(len(ids), gathered - start, predicted - gathered,
+                  time.perf_counter() - predicted)
 
     def _batch_failed(self, exc: Exception, samples: int) -> None:
         self.failures.record("backend_error", f"predict failed: {exc!r}", samples,
@@ -391,24 +474,29 @@ class SystemUnderTest:
             except queue.Empty:
                 continue
 
+    def _new_stats(self) -> BatchStats:
+        stats = BatchStats(self.config.max_batch_size)
+        self._stats.append(stats)  # list.append is atomic: workers start concurrently
+        return stats
+
     def _split_worker(self) -> None:
         size = self.config.max_batch_size
-        buffer = self.dataset.new_buffer(size)
+        buffer, stats = self._new_buffer(), self._new_stats()
         while True:
             item = self.inflight.take(size)
             if item is not None:
-                self._run(item, buffer)
+                self._run(item, buffer, stats)
             elif self._next_query() is None:  # nothing to carve: wait for a query or stop
                 return
 
     def _dynamic_worker(self) -> None:
-        max_batch = self.config.max_batch_size
+        max_batch = self.batch_cap
         max_wait = self.max_wait_s
         # The wait adapts to the load (halved after a batch under half full, doubled after
         # a fuller one, never above max_wait): at light load waiting only adds latency, at
         # heavy load it fills batches.
         wait = max_wait
-        buffer = self.dataset.new_buffer(max_batch)
+        buffer, stats = self._new_buffer(), self._new_stats()
         # The rest of a query that did not fit, in batch-sized pieces: a coalesced query
         # can hold thousands of samples after a stall, and cutting it once is O(n).
         carry: collections.deque[Query] = collections.deque()
@@ -440,7 +528,7 @@ class SystemUnderTest:
             if token is None:  # drained while this batch was gathered
                 self.completer.complete_empty(ids)
             else:
-                self._run((token, ids, indices), buffer)
+                self._run((token, ids, indices), buffer, stats)
 
     def _fill(self, queries: list[Query], carry: collections.deque[Query],
               wait: float) -> tuple[int, bool]:
@@ -448,7 +536,7 @@ class SystemUnderTest:
         samples or ``wait`` seconds; a query that does not fit is cut and its rest goes
         to ``carry``. Returns the batch's sample count and whether the stop signal was
         taken."""
-        max_batch = self.config.max_batch_size
+        max_batch = self.batch_cap
         if len(queries[0][0]) > max_batch:  # a coalesced query: the rest starts later batches
             queries[0] = _cut(queries[0], max_batch, max_batch, carry)
         count = len(queries[0][0])

@@ -53,19 +53,23 @@ def image_array(width: int, height: int, label: int) -> np.ndarray:  # type: ign
     return rgb
 
 
-def write_dataset(directory: Path) -> list[int]:
-    """Write the JPEGs and ``val_map.txt``; return the true labels."""
+def write_dataset(directory: Path, count: int = len(IMAGES)) -> list[int]:
+    """Write ``count`` JPEGs and ``val_map.txt``; return the true labels. Past the first
+    ``len(IMAGES)`` the images repeat (a different file each, the same labels), for
+    runs that need a realistic number of samples."""
     directory.mkdir(parents=True, exist_ok=True)
     lines, labels = [], []
-    for label, (width, height, mode) in enumerate(IMAGES):
-        name = f"ILSVRC2012_val_{label + 1:08d}.JPEG"
+    for position in range(count):
+        label = position % len(IMAGES)
+        width, height, mode = IMAGES[label]
+        name = f"ILSVRC2012_val_{position + 1:08d}.JPEG"
         image = Image.fromarray(image_array(width, height, label))
         if mode == "L":  # gray must still carry the label in "red": make it flat
             image = Image.new("L", (width, height), LABEL_BASE + LABEL_STEP * label)
         elif mode == "CMYK":
             image = image.convert("CMYK")
         image.save(directory / name, format="JPEG", quality=95)
-        listed = (label + 1) % len(IMAGES) if label in WRONG_LABELS else label
+        listed = (label + 1) % len(IMAGES) if position in WRONG_LABELS else label
         lines.append(f"{name} {listed}")
         labels.append(label)
     (directory / "val_map.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -109,8 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--no-model", action="store_true", help="only the images")
+    parser.add_argument("--count", type=int, default=len(IMAGES),
+                        help=f"images to write (default {len(IMAGES)}; more repeat them)")
     args = parser.parse_args(argv)
-    labels = write_dataset(args.out_dir / "imagenet")
+    labels = write_dataset(args.out_dir / "imagenet", args.count)
     if not args.no_model:
         export_model(args.out_dir / "resnet50_fixture.onnx")
     expected_good = len(labels) - len(WRONG_LABELS)

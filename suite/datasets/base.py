@@ -4,18 +4,26 @@ LoadGen calls ``load`` with the QSL indices of the performance set before issuin
 and ``unload`` after. ``load`` copies those samples into one contiguous array;
 ``gather`` then builds a batch with a single vectorised ``np.take`` into a
 preallocated buffer, with no per-sample Python objects on the hot path.
+
+A dataset whose samples are normalised from a cheaper raw form (ImageNet: uint8
+pixels, a quarter of float32's bytes) offers that form (``raw_input``); a backend
+that normalises on its device accepts it, and the dataset then stages raw samples
+(``offer_raw``), so every gather and host-to-device copy moves fewer bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import DatasetError
 from ..types import Batch, IndexArray
+
+if TYPE_CHECKING:
+    from ..backends.base import RawInput
 
 
 class InMemoryDataset:
@@ -34,6 +42,8 @@ class InMemoryDataset:
         self.dtype = dtype
         self._slots = np.full(len(labels), -1, dtype=np.int64)
         self._loaded: npt.NDArray[Any] = np.empty((0, *sample_shape), dtype=dtype)
+        #: The raw form staged instead of model inputs, once a backend accepted it.
+        self.raw: RawInput | None = None
 
     @property
     def total_count(self) -> int:
@@ -41,6 +51,26 @@ class InMemoryDataset:
 
     def _read(self, indices: IndexArray) -> npt.NDArray[Any]:
         raise NotImplementedError
+
+    def _read_raw(self, indices: IndexArray) -> npt.NDArray[Any]:
+        """Samples at ``indices`` in the ``raw_input`` form (datasets that offer one)."""
+        raise DatasetError(f"{self.name}: no raw form to read")
+
+    def raw_input(self) -> RawInput | None:
+        """The raw form this dataset can stage instead of model inputs, or None."""
+        return None
+
+    def offer_raw(self, accept: Callable[[RawInput], bool]) -> bool:
+        """Stage the raw form from now on if there is one and ``accept`` (a backend's
+        ``accept_raw_input``) takes it; call before ``load``. Returns whether it did."""
+        raw = self.raw_input()
+        if raw is None or not accept(raw):
+            return False
+        self.raw = raw
+        self.sample_shape = raw.shape
+        self.dtype = np.dtype(raw.dtype)
+        self.unload([])
+        return True
 
     def describe(self) -> dict[str, Any]:
         """What the run directory's ``dataset.json`` records about this dataset."""
@@ -60,7 +90,8 @@ class InMemoryDataset:
         if len(unique) and (unique[0] < 0 or unique[-1] >= self.total_count):
             raise DatasetError(f"{self.name}: QSL index out of range 0..{self.total_count - 1}")
         staged = order[np.sort(first)]  # first occurrences, in LoadGen's order
-        self._loaded = np.ascontiguousarray(self._read(staged), dtype=self.dtype)
+        read = self._read if self.raw is None else self._read_raw
+        self._loaded = np.ascontiguousarray(read(staged), dtype=self.dtype)
         self._slots.fill(-1)
         self._slots[staged] = np.arange(len(staged))
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..backends.base import RawInput
 from ..config import DataConfig
 from ..errors import DatasetError
 from ..models import ModelCard
@@ -132,6 +133,15 @@ class ImagenetDataset(InMemoryDataset):
 
     def _read(self, indices: IndexArray) -> npt.NDArray[Any]:
         return normalize(self._crops[indices], self.norm)
+
+    def _read_raw(self, indices: IndexArray) -> npt.NDArray[Any]:
+        return np.asarray(self._crops[indices])
+
+    def raw_input(self) -> RawInput:
+        """The cached crops as they are: uint8 RGB (size, size, 3); the model's input is
+        them less the channel means, in ``layout`` (what ``normalize`` does)."""
+        return RawInput(shape=tuple(self._crops.shape[1:]), dtype="uint8",
+                        means=tuple(float(m) for m in self.norm.means), layout=self.norm.layout)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,295 @@
+"""The simulated backend: an accelerator's timing on any CPU, with real outputs.
+
+It stands in for a GPU so that CI and every developer can drive the Server scheduler
+at accelerator rates without one. The timing model and the profiles are data
+(``reference_models/simulated/profiles.toml``, whose header says what each number
+means); in short, a call of ``n`` samples copies them to a device, overlaps a fixed
+cost with the device's other calls, then holds the device's compute for
+``per_sample_ms x n``. Every wait is a ``time.sleep``, which releases the GIL as a GPU
+call does, so the host work around it (the SUT's gather, this backend's staging
+copy, completing) is real and is what a run measures.
+
+Outputs are real: a fixed, seeded projection of 16 input values per sample onto 16
+scores, shaped as the model card's output (scores for ``argmax`` cards, the rest of a
+wider output zero; the argmax class for ``class_index`` cards). They are a deterministic function of the input, so accuracy
+mode and the compliance tests run end to end; the accuracy itself is meaningless, and
+so a simulated result is never submittable.
+
+Like a GPU backend it takes the dataset's raw form (uint8 pixels: normalising is
+device work here) and hands the SUT preallocated staging buffers to gather into, so a
+batch reaches the "device" after exactly one host copy.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from ..errors import BackendError
+from .base import BackendBase, BackendInfo, BackendOptions, RawInput
+
+if TYPE_CHECKING:
+    from ..models import ModelCard
+    from ..types import Batch, Outputs
+
+#: Input values per sample the output projection reads, and scores it computes: a
+#: 16 x 16 product stays below BLAS's threading threshold (a 16 x 1001 one woke
+#: OpenBLAS's threads and took 28 ms on a busy 2-core machine).
+_FEATURES = 16
+
+
+class SimulatedOptions(BackendOptions):
+    """``[backend.simulated]`` options."""
+
+    profile: str = Field(default="resnet50-h100-fp16", pattern=r"^[A-Za-z0-9_.-]+$",
+                         description="a profile in reference_models/simulated/profiles.toml")
+    shapes: Literal["all", "buckets", "none"] = Field(
+        default="all", description="all: every batch size is warmed at load; buckets: "
+        "batches are padded to the next power of two, and those are warmed; none: the "
+        "first call at each size pays the profile's first_shape_ms under LoadGen")
+    jitter: float | None = Field(default=None, ge=0, le=1,
+                                 description="override the profile's jitter (sigma)")
+    seed: int = Field(default=0, description="seeds the output projection and the jitter")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One accelerator profile (see the profiles file's header)."""
+
+    name: str
+    description: str
+    fixed_ms: float
+    per_sample_ms: float
+    streams: int
+    devices: int
+    transfer_gb_s: float
+    first_shape_ms: float
+    jitter: float
+
+    @property
+    def peak_samples_per_s(self) -> float:
+        """What the devices complete at most, however many streams are busy."""
+        return self.devices * 1e3 / self.per_sample_ms if self.per_sample_ms else math.inf
+
+
+def profiles_file(card: ModelCard) -> Path:
+    """The profiles file beside the model cards' directories."""
+    return card.directory.parent / "simulated" / "profiles.toml"
+
+
+def load_profile(path: Path, name: str) -> Profile:
+    """The named profile from ``path``; one clear error naming the file and key."""
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8")).get("profiles", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise BackendError(f"{path}: cannot read the simulated profiles: {exc}") from None
+    if name not in table:
+        raise BackendError(f"{path}: no profile '{name}'",
+                           hint=f"set backend.simulated.profile to one of: {', '.join(table)}")
+    raw = table[name]
+    try:
+        profile = Profile(
+            name=name, description=str(raw.get("description", "")),
+            fixed_ms=float(raw["fixed_ms"]), per_sample_ms=float(raw["per_sample_ms"]),
+            streams=int(raw["streams"]), devices=int(raw["devices"]),
+            transfer_gb_s=float(raw.get("transfer_gb_s", 0.0)),
+            first_shape_ms=float(raw.get("first_shape_ms", 0.0)),
+            jitter=float(raw.get("jitter", 0.0)))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BackendError(f"{path}: [profiles.{name}]: missing or invalid {exc}") from None
+    numbers = (profile.fixed_ms, profile.per_sample_ms, profile.transfer_gb_s,
+               profile.first_shape_ms, profile.jitter)
+    if profile.streams < 1 or profile.devices < 1 or min(numbers) < 0:
+        raise BackendError(f"{path}: [profiles.{name}]: streams and devices must be >= 1 "
+                           "and times >= 0")
+    return profile
+
+
+@dataclass
+class _Device:
+    """One simulated device: its stream slots, copy engine and compute."""
+
+    slots: threading.Semaphore
+    copy: threading.Lock = field(default_factory=threading.Lock)
+    compute: threading.Lock = field(default_factory=threading.Lock)
+    active: int = 0
+
+
+def bucket(n: int, max_batch: int) -> int:
+    """The next power of two at or above ``n``, at most ``max_batch``."""
+    return min(1 << (n - 1).bit_length(), max_batch)
+
+
+class SimulatedBackend(BackendBase):
+    """See the module docstring."""
+
+    name = "simulated"
+    Options = SimulatedOptions
+
+    def __init__(self, options: BackendOptions | None = None) -> None:
+        super().__init__(options)
+        assert isinstance(self.options, SimulatedOptions)
+        self.opts: SimulatedOptions = self.options
+        self.profile: Profile | None = None
+        self._devices: list[_Device] = []
+        self._pick = threading.Lock()
+        self._warm: set[int] = set()
+        self._buffers: set[int] = set()
+        self._local = threading.local()
+        self._max_batch = 0
+        self._jitter = 0.0
+        self._random = random.Random(self.opts.seed)
+        self._class_index = False
+        self._out_shape: tuple[int, ...] = ()
+        self._weights: Any = None
+        self._features: Any = None
+        #: Calls that paid first_shape_ms under the run (recorded for diagnosis).
+        self.cold_calls = 0
+
+    def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
+        profile = self.profile = load_profile(profiles_file(card), self.opts.profile)
+        self._devices = [_Device(threading.Semaphore(profile.streams))
+                         for _ in range(profile.devices)]
+        self._max_batch = max_batch_size
+        self._jitter = profile.jitter if self.opts.jitter is None else self.opts.jitter
+        self._class_index = card.postprocess.kind == "class_index"
+        # A class_index card's output is the class (the model applied argmax): the
+        # projection scores its ``classes`` and returns the argmax.
+        classes = int(getattr(card.output, "classes", 0) or 0)
+        self._out_shape = ((classes or 1000,) if self._class_index
+                           else tuple(card.output.sample_shape))
+        self._reshape(card.input.sample_shape)
+        if self.opts.shapes == "all":
+            self._warm = set(range(1, max_batch_size + 1))
+            shapes = f"all: 1..{max_batch_size} warmed at load"
+        elif self.opts.shapes == "buckets":
+            self._warm = {bucket(n, max_batch_size) for n in range(1, max_batch_size + 1)}
+            shapes = f"buckets: {','.join(map(str, sorted(self._warm)))} warmed at load (padded)"
+        else:
+            shapes = "none: each new batch size pays first_shape_ms under the run"
+        return BackendInfo(
+            name=self.name, version="1", device=f"simulated:{profile.name}",
+            thread_safe=True, precision="simulated",
+            weight_transformations="simulated: no model weights run",
+            details={
+                "profile": profile.name, "profile_file": str(profiles_file(card)),
+                "fixed_ms": f"{profile.fixed_ms:g}", "per_sample_ms": f"{profile.per_sample_ms:g}",
+                "streams": str(profile.streams), "devices": str(profile.devices),
+                "transfer_gb_s": f"{profile.transfer_gb_s:g}",
+                "first_shape_ms": f"{profile.first_shape_ms:g}",
+                "jitter": f"{self._jitter:g}", "shapes": shapes,
+                "peak_samples_per_s": f"{profile.peak_samples_per_s:.0f}",
+            })
+
+    def _reshape(self, sample_shape: tuple[int, ...]) -> None:
+        """Fix which input values the projection reads, for inputs of ``sample_shape``."""
+        rng = np.random.default_rng(self.opts.seed)
+        size = int(np.prod(sample_shape))
+        self._features = np.sort(rng.choice(size, min(_FEATURES, size), replace=False))
+        width = int(np.prod(self._out_shape)) if self._out_shape else 1
+        self._weights = rng.standard_normal(
+            (len(self._features), min(width, _FEATURES))).astype(np.float32)
+
+    def accept_raw_input(self, raw: RawInput) -> bool:
+        """Normalising is device work here: take the raw pixels, as a GPU backend would."""
+        self._reshape(raw.shape)
+        return True
+
+    def input_buffer(self, max_batch: int, sample_shape: tuple[int, ...],
+                     dtype: str) -> Batch | None:
+        # Stands for page-locked memory: a batch gathered into it goes to the device as
+        # it is; any other batch is first copied into a per-thread staging buffer.
+        buffer = np.empty((max_batch, *sample_shape), dtype=dtype)
+        self._buffers.add(buffer.ctypes.data)
+        return buffer
+
+    # -- predicting ------------------------------------------------------------------
+
+    def predict(self, batch: Batch) -> Outputs:
+        profile = self.profile
+        if profile is None:
+            raise BackendError("the simulated backend was not loaded")
+        n = len(batch)
+        if n > self._max_batch:
+            raise BackendError(f"batch of {n} exceeds max_batch_size {self._max_batch}")
+        if batch.ctypes.data not in self._buffers:
+            batch = self._staged(batch)
+        size = bucket(n, self._max_batch) if self.opts.shapes == "buckets" else n
+        device = self._acquire()
+        try:
+            start = time.perf_counter()
+            if profile.transfer_gb_s:
+                with device.copy:  # one copy engine per device
+                    _sleep(batch.nbytes * size / n / (profile.transfer_gb_s * 1e9))
+            extra = 0.0
+            if size not in self._warm:
+                self._warm.add(size)
+                self.cold_calls += 1
+                extra = profile.first_shape_ms / 1e3
+            outputs = self._outputs(batch)  # host CPU, hidden in the overlapped part
+            _sleep(start + self._scaled(profile.fixed_ms) / 1e3 + extra - time.perf_counter())
+            with device.compute:
+                _sleep(self._scaled(profile.per_sample_ms * size) / 1e3)
+            return outputs
+        finally:
+            self._release(device)
+
+    def _staged(self, batch: Batch) -> Batch:
+        """``batch`` copied into this thread's staging buffer (a pageable batch must be
+        staged before a device can copy it)."""
+        local = self._local
+        buffer = getattr(local, "buffer", None)
+        if buffer is None or buffer.shape[1:] != batch.shape[1:] or buffer.dtype != batch.dtype:
+            buffer = local.buffer = np.empty((self._max_batch, *batch.shape[1:]), batch.dtype)
+        staged: Batch = buffer[:len(batch)]
+        np.copyto(staged, batch)
+        return staged
+
+    def _acquire(self) -> _Device:
+        """The device with the fewest calls running (ties: the first), one stream slot
+        of it taken."""
+        with self._pick:
+            device = min(self._devices, key=lambda d: d.active)
+            device.active += 1
+        device.slots.acquire()
+        return device
+
+    def _release(self, device: _Device) -> None:
+        device.slots.release()
+        with self._pick:
+            device.active -= 1
+
+    def _scaled(self, ms: float) -> float:
+        if not self._jitter:
+            return ms
+        return ms * math.exp(self._random.gauss(0.0, self._jitter))
+
+    def _outputs(self, batch: Batch) -> Outputs:
+        n = len(batch)
+        values = batch.reshape(n, -1)[:, self._features].astype(np.float32)
+        scores = values @ self._weights
+        if self._class_index:
+            result: Outputs = scores.argmax(axis=1).astype(np.int64)
+            return result
+        full = np.zeros((n, int(np.prod(self._out_shape))), dtype=np.float32)
+        full[:, :scores.shape[1]] = scores
+        shaped: Outputs = full.reshape(n, *self._out_shape)
+        return shaped
+
+    def close(self) -> None:
+        self._buffers.clear()
+
+
+def _sleep(seconds: float) -> None:
+    """Sleep ``seconds`` (nothing when not positive); releases the GIL."""
+    if seconds > 0:
+        time.sleep(seconds)
