@@ -22,7 +22,7 @@ KEY ?= $(HOME)/.config/infersuite/keys/signing.pub
 
 RERUN ?= all
 
-.PHONY: demo run test bench lint clean-venv check lint-config keygen submission verify audit tune
+.PHONY: demo run test bench lint clean-venv check lint-config keygen submission verify audit tune bench-gpu
 
 $(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,11 @@ test: $(VENV)/.dev
 
 bench: $(VENV)/.dev
 	$(PY) bench/bench_harness.py $(ARGS)
+
+# On a GPU machine whose Python already has CUDA torch: `make bench-gpu PY=python3`
+# (the venv is built only when PY is not given; its torch is the CPU build).
+bench-gpu: $(if $(filter command line,$(origin PY)),,$(VENV)/.dev)
+	$(PY) bench/bench_gpu.py $(ARGS)
 
 lint: $(VENV)/.dev
 	$(PY) -m ruff check suite tests bench reference_models
