@@ -1,5 +1,7 @@
 """``suite check`` never raises: any file of a tree replaced by arbitrary bytes, JSON
-of the wrong type, or a directory where a file was, gives findings, not a traceback."""
+of the wrong type, or a directory where a file was, gives findings, not a traceback;
+and a corrupted LoadGen detail log always gives a failing (error) finding on its result,
+never a pass."""
 
 from __future__ import annotations
 
@@ -41,6 +43,12 @@ def test_check_never_raises(passing_tree: Path, index: int, content: bytes | Non
             target.write_bytes(content)
         report = check_path(passing_tree, RULESET)
         assert report.summary.results >= 1
+        if target.name == "mlperf_log_detail.txt" and content != original:
+            rel = target.relative_to(passing_tree).as_posix()
+            errors = [f for r in report.results for f in r.findings
+                      if f.severity == "error" and f.file == rel]
+            assert errors, f"{rel} corrupted ({content!r:.60}) but no error finding names it"
+            assert not report.passed
     finally:
         if target.is_dir():
             shutil.rmtree(target)

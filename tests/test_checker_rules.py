@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from suite.checker import RULES, check_path
+from suite.checker.findings import RuleId
 from suite.paths import find_paths
 from suite.rules import load_rules
 from tests import submission_fixtures as fx
@@ -104,15 +105,20 @@ MUTATIONS: dict[str, tuple[Callable[[Path], None], str | None]] = {
 }
 
 
+#: Not a rule about a file: the checker's own failure (see the tests below).
+NOT_FILE_RULES = {RuleId.CHECK_INTERNAL}
+
+
 def test_every_rule_has_a_failing_example() -> None:
-    assert set(MUTATIONS) == set(RULES)
+    assert set(MUTATIONS) == set(RULES) - NOT_FILE_RULES
 
 
 def test_passing_tree_passes_every_rule(passing_tree: Path) -> None:
     report = check_path(passing_tree, RULESET)
     assert [f for r in report.results for f in r.findings] == [] and report.findings == []
     assert report.passed and report.summary.results == 2
-    assert set(report.rules_evaluated) == set(RULES)  # each rule ran and passed here
+    # each rule ran and passed here
+    assert set(report.rules_evaluated) == set(RULES) - NOT_FILE_RULES
 
 
 @pytest.mark.parametrize("rule_id", sorted(MUTATIONS))
@@ -190,3 +196,49 @@ def test_run_directory_check_recomputes_the_accuracy_hash(built: fx.Built,
     txt.write_text(txt.read_text().replace("hash=", "hash=0"))
     rules = {f.rule for f in check_path(copy, RULESET).results[0].findings}
     assert "ACC-HASH" in rules
+
+
+def test_a_checker_bug_is_an_internal_error_not_a_malformed_file(
+        passing_tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from suite.checker import performance
+
+    def broken(*args: object) -> str | None:
+        raise RuntimeError("a bug in the rule")
+
+    monkeypatch.setattr(performance, "log_problem", broken)
+    report = check_path(passing_tree, RULESET)
+    hits = [f for r in report.results for f in r.findings]
+    assert hits and all(f.rule == "CHECK-INTERNAL" for f in hits)
+    assert "internal error of suite check while evaluating PERF-LOG" in hits[0].message
+    assert "malformed" not in hits[0].hint and "RuntimeError: a bug in the rule" in (
+        hits[0].found or "")
+    assert "Traceback" in (hits[0].found or "")  # the traceback is kept, in the finding
+    assert not report.passed  # a rule that could not run is never a pass
+
+
+def test_an_unreadable_log_keeps_its_reason(passing_tree: Path) -> None:
+    (passing_tree / PERF).write_text(
+        ':::MLLOG {"key": "effective_scenario", "value": "Offline", "metadata": 3}\n')
+    report = check_path(passing_tree, RULESET)
+    [hit] = [f for r in report.results for f in r.findings if f.rule == "PERF-LOG"]
+    assert "AttributeError" in hit.message and hit.found and "unparsable" in hit.found
+
+
+def test_a_mistyped_rule_id_is_a_type_error(tmp_path: Path) -> None:
+    """Rule ids are an enum: mypy rejects a string, and a misspelt member."""
+    import subprocess
+    import sys
+
+    snippet = tmp_path / "typo.py"
+    snippet.write_text(
+        "from suite.checker.context import ResultContext\n"
+        "from suite.checker.findings import RuleId\n\n\n"
+        "def f(ctx: ResultContext) -> None:\n"
+        "    ctx.add('PERF-DURATOIN', None, 'x')\n"
+        "    ctx.add(RuleId.PERF_DURATOIN, None, 'x')\n")
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
+                           str(snippet)], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 1, done.stdout
+    assert 'incompatible type "str"; expected "RuleId"' in done.stdout
+    assert "PERF_DURATOIN" in done.stdout

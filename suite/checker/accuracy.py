@@ -9,32 +9,32 @@ import hashlib
 import re
 
 from .context import ResultContext, as_int, log_problem, read_text
-from .findings import Severity
+from .findings import RuleId, Severity
 
 
 def check_accuracy(ctx: ResultContext) -> float | None:
     """Every ``ACC-*`` rule of one result; returns the accuracy read from accuracy.txt."""
     path = ctx.files.acc_detail
     log = ctx.log(path)
-    with ctx.rule("ACC-LOG", path) as run:
+    with ctx.rule(RuleId.ACC_LOG, path) as run:
         if run:
-            problem = log_problem(path, log)
+            problem = log_problem(path, log, ctx.log_reason(path))
             if problem is not None:
-                ctx.add("ACC-LOG", path, f"accuracy detail log is {problem}",
+                ctx.add(RuleId.ACC_LOG, path, f"accuracy detail log is {problem}",
                         expected="a LoadGen mlperf_log_detail.txt", found=problem,
                         hint="copy the accuracy run's mlperf_log_detail.txt unchanged")
     if log is not None:
-        with ctx.rule("ACC-ERRORS", path) as run:
+        with ctx.rule(RuleId.ACC_ERRORS, path) as run:
             if run and log.errors:
-                ctx.add("ACC-ERRORS", path, f"LoadGen logged {len(log.errors)} error(s)",
+                ctx.add(RuleId.ACC_ERRORS, path, f"LoadGen logged {len(log.errors)} error(s)",
                         expected="0 errors", found="; ".join(log.errors[:3]))
-        with ctx.rule("ACC-DATASET", path) as run:
+        with ctx.rule(RuleId.ACC_DATASET, path) as run:
             if run and ctx.bench is not None:
                 raw = log.get("effective_accuracy_sample_count",
                               log.get("qsl_reported_total_count"))
                 need = ctx.bench.dataset_size
                 if as_int(raw) != need:
-                    ctx.add("ACC-DATASET", path, "the accuracy run does not cover the dataset",
+                    ctx.add(RuleId.ACC_DATASET, path, "the accuracy run does not cover the dataset",
                             expected=need, found=raw, hint="run --mode accuracy unchanged")
     if ctx.tree_mode:
         _truncated(ctx)
@@ -43,15 +43,15 @@ def check_accuracy(ctx: ResultContext) -> float | None:
 
 def _truncated(ctx: ResultContext) -> None:
     path = ctx.files.acc_json
-    with ctx.rule("ACC-TRUNCATED", path) as run:
+    with ctx.rule(RuleId.ACC_TRUNCATED, path) as run:
         if not run:
             return
         limit = ctx.sub.max_accuracy_log_bytes
         if not path.is_file():
-            ctx.add("ACC-TRUNCATED", path, "mlperf_log_accuracy.json is missing",
+            ctx.add(RuleId.ACC_TRUNCATED, path, "mlperf_log_accuracy.json is missing",
                     expected=f"a file of <= {limit} bytes", found="missing")
         elif (size := path.stat().st_size) > limit:
-            ctx.add("ACC-TRUNCATED", path, "mlperf_log_accuracy.json is not truncated",
+            ctx.add(RuleId.ACC_TRUNCATED, path, "mlperf_log_accuracy.json is not truncated",
                     expected=f"<= {limit} bytes", found=f"{size} bytes",
                     hint="suite package truncates it and keeps the full log's hash")
 
@@ -60,21 +60,21 @@ def _accuracy_txt(ctx: ResultContext) -> float | None:
     path = ctx.files.acc_txt
     text = read_text(path)
     lines = [] if text is None else text.splitlines()
-    with ctx.rule("ACC-HASH", path) as run:
+    with ctx.rule(RuleId.ACC_HASH, path) as run:
         hashes = [m.group(1) for line in lines if (m := re.match(ctx.sub.hash_pattern, line))]
         if run and not hashes:
-            ctx.add("ACC-HASH", path, "accuracy.txt has no hash= line",
+            ctx.add(RuleId.ACC_HASH, path, "accuracy.txt has no hash= line",
                     expected="hash=<sha256>", found="missing" if text is None else "no hash line")
         elif run and not ctx.tree_mode and ctx.files.acc_json.is_file():
             # A run directory still has the full log, so the hash can be recomputed.
             digest = hashlib.sha256(ctx.files.acc_json.read_bytes()).hexdigest()
             if hashes[0] != digest:
-                ctx.add("ACC-HASH", path, "hash= does not match mlperf_log_accuracy.json",
+                ctx.add(RuleId.ACC_HASH, path, "hash= does not match mlperf_log_accuracy.json",
                         expected=digest, found=hashes[0])
     if ctx.bench is None:
         return None
     value = _metric(ctx, lines)
-    with ctx.rule("ACC-TARGET", path) as run:
+    with ctx.rule(RuleId.ACC_TARGET, path) as run:
         if not run:
             return value
         target = ctx.bench.accuracy_target
@@ -82,14 +82,15 @@ def _accuracy_txt(ctx: ResultContext) -> float | None:
         # Open division: recorded, never enforced (A-1); we say so as info.
         severity = None if ctx.closed_like else Severity.INFO
         if value is None:
-            ctx.add("ACC-TARGET", path, f"no {ctx.bench.accuracy_metric} value in accuracy.txt",
+            ctx.add(RuleId.ACC_TARGET, path,
+                    f"no {ctx.bench.accuracy_metric} value in accuracy.txt",
                     expected=f">= {target}", found="missing" if text is None else "no match",
                     severity=severity)
         elif value < target:
-            ctx.add("ACC-TARGET", path, f"{ctx.bench.accuracy_metric} below target",
+            ctx.add(RuleId.ACC_TARGET, path, f"{ctx.bench.accuracy_metric} below target",
                     expected=f">= {target}", found=value, severity=severity)
         elif upper is not None and value > upper:
-            ctx.add("ACC-TARGET", path, f"{ctx.bench.accuracy_metric} above the upper limit",
+            ctx.add(RuleId.ACC_TARGET, path, f"{ctx.bench.accuracy_metric} above the upper limit",
                     expected=f"<= {upper}", found=value, severity=severity)
     return value
 

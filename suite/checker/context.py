@@ -2,24 +2,29 @@
 
 Nothing here raises on malformed input: a reader returns ``None`` (or a partial value)
 and the caller turns that into a finding on the result it affects. ``ResultContext.rule``
-is a context manager that records the rule as evaluated and converts any unexpected
-exception inside it into a finding of that same rule, so ``suite check`` never crashes.
+is a context manager that records the rule as evaluated; an exception escaping a rule
+is the checker's own bug (the readers never raise on bad input), so it becomes a
+``CHECK-INTERNAL`` error finding that names the rule and carries the traceback, never a
+claim that the file is malformed. ``suite check`` never crashes, and never passes a
+result whose rule could not be evaluated.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import SuiteError
 from ..logs import DetailLog, parse_detail_log
 from ..rules import BenchmarkRules, RuleSet, SubmissionRules
 from ..scenarios import Scenario
-from .findings import RULES, Finding, Severity
+from .findings import RULES, Finding, RuleId, Severity
 
 _PREFIX = ":::MLLOG "
 
@@ -56,7 +61,7 @@ class ResultContext:
     strict: bool = True
     findings: list[Finding] = field(default_factory=list)
     evaluated: set[str] = field(default_factory=set)
-    _logs: dict[Path, DetailLog | None] = field(default_factory=dict)
+    _logs: dict[Path, tuple[DetailLog | None, str | None]] = field(default_factory=dict)
 
     @property
     def closed_like(self) -> bool:
@@ -70,7 +75,7 @@ class ResultContext:
         except ValueError:
             return str(path)
 
-    def add(self, rule_id: str, file: Path | None, message: str, *, expected: Any = None,
+    def add(self, rule_id: RuleId, file: Path | None, message: str, *, expected: Any = None,
             found: Any = None, hint: str = "", severity: Severity | None = None) -> None:
         rule = RULES[rule_id]
         self.findings.append(Finding(
@@ -79,11 +84,11 @@ class ResultContext:
             found=None if found is None else str(found), message=message,
             hint=hint or rule.title))
 
-    def applies(self, rule_id: str) -> bool:
+    def applies(self, rule_id: RuleId) -> bool:
         return self.strict or not RULES[rule_id].strict_only
 
     @contextmanager
-    def rule(self, rule_id: str, file: Path | None = None) -> Iterator[bool]:
+    def rule(self, rule_id: RuleId, file: Path | None = None) -> Iterator[bool]:
         """Evaluate ``rule_id`` unless compat mode skips it; yields whether to run it."""
         if not self.applies(rule_id):
             yield False
@@ -91,30 +96,50 @@ class ResultContext:
         self.evaluated.add(rule_id)
         try:
             yield True
-        except Exception as exc:
-            self.add(rule_id, file, f"could not evaluate: {type(exc).__name__}: {exc}",
-                     hint="the file is malformed; regenerate it")
+        except Exception as exc:  # the checker's bug: say so, keep the traceback
+            self.add(RuleId.CHECK_INTERNAL, file,
+                     f"internal error of suite check while evaluating {rule_id}: "
+                     f"{type(exc).__name__}: {exc}; this is not a verdict on the file",
+                     found=traceback.format_exc(),
+                     hint="report this with the traceback (the finding's 'found'); the "
+                          f"rule {rule_id} was not evaluated, so the result cannot pass")
 
     def log(self, path: Path) -> DetailLog | None:
         """The parsed detail log, or ``None`` if it is missing or unreadable (cached)."""
         if path not in self._logs:
-            self._logs[path] = read_detail_log(path)
-        return self._logs[path]
+            self._logs[path] = load_detail_log(path)
+        return self._logs[path][0]
+
+    def log_reason(self, path: Path) -> str | None:
+        """Why ``log(path)`` is ``None`` (missing, unreadable and why), else ``None``."""
+        self.log(path)
+        return self._logs[path][1]
+
+
+def load_detail_log(path: Path) -> tuple[DetailLog | None, str | None]:
+    """``(log, None)`` or ``(None, why not)``: the reason is kept for the finding."""
+    try:
+        if not path.exists():
+            return None, "missing"
+        if not path.is_file():
+            return None, "not a regular file"
+        return parse_detail_log(path), None
+    except SuiteError as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or exc}"
+    except (AttributeError, TypeError, ValueError) as exc:  # records of an unexpected shape
+        return None, f"unparsable: {type(exc).__name__}: {exc}"
 
 
 def read_detail_log(path: Path) -> DetailLog | None:
-    try:
-        if not path.is_file():
-            return None
-        return parse_detail_log(path)
-    except Exception:
-        return None
+    return load_detail_log(path)[0]
 
 
-def log_problem(path: Path, log: DetailLog | None) -> str | None:
+def log_problem(path: Path, log: DetailLog | None, reason: str | None = None) -> str | None:
     """Why a detail log cannot be trusted, or ``None`` if it is well-formed."""
     if log is None:
-        return "missing" if not path.exists() else "unreadable"
+        return reason or ("missing" if not path.exists() else "unreadable")
     try:
         with path.open("rb") as handle:
             first = handle.readline()

@@ -25,11 +25,52 @@ class Severity(StrEnum):
     INFO = "info"
 
 
+class RuleId(StrEnum):
+    """Every rule id, as a constant: a mistyped id is a mypy error, not a runtime
+    ``KeyError`` that a rule's guard would blame on the file."""
+
+    TREE_LAYOUT = "TREE-LAYOUT"
+    TREE_SRC = "TREE-SRC"
+    TREE_SCENARIOS = "TREE-SCENARIOS"
+    SYS_JSON = "SYS-JSON"
+    SYS_FIELDS = "SYS-FIELDS"
+    SYS_STATUS = "SYS-STATUS"
+    SYS_TYPE = "SYS-TYPE"
+    SYS_DIVISION = "SYS-DIVISION"
+    SYS_SUBMITTER = "SYS-SUBMITTER"
+    SYS_COUNTS = "SYS-COUNTS"
+    SYS_NETWORK = "SYS-NETWORK"
+    MEAS_JSON = "MEAS-JSON"
+    MEAS_FILES = "MEAS-FILES"
+    PERF_LOG = "PERF-LOG"
+    PERF_SUMMARY = "PERF-SUMMARY"
+    PERF_SCENARIO = "PERF-SCENARIO"
+    PERF_SEEDS = "PERF-SEEDS"
+    PERF_SAMPLE_COUNT = "PERF-SAMPLE-COUNT"
+    PERF_DURATION = "PERF-DURATION"
+    PERF_MIN_QUERIES = "PERF-MIN-QUERIES"
+    PERF_OFFLINE_SPQ = "PERF-OFFLINE-SPQ"
+    PERF_EARLY_STOPPING = "PERF-EARLY-STOPPING"
+    PERF_LATENCY = "PERF-LATENCY"
+    PERF_LATENCY_MEASURED = "PERF-LATENCY-MEASURED"
+    PERF_VALIDITY = "PERF-VALIDITY"
+    PERF_ERRORS = "PERF-ERRORS"
+    ACC_LOG = "ACC-LOG"
+    ACC_TARGET = "ACC-TARGET"
+    ACC_HASH = "ACC-HASH"
+    ACC_TRUNCATED = "ACC-TRUNCATED"
+    ACC_DATASET = "ACC-DATASET"
+    ACC_ERRORS = "ACC-ERRORS"
+    COMP_DIR = "COMP-DIR"
+    COMP_PASS = "COMP-PASS"
+    CHECK_INTERNAL = "CHECK-INTERNAL"
+
+
 @dataclass(frozen=True)
 class Rule:
     """One rule: its id, default severity, what it checks, and where it comes from."""
 
-    id: str
+    id: RuleId
     severity: Severity
     title: str
     source: str
@@ -38,12 +79,12 @@ class Rule:
 
 def _r(rule_id: str, title: str, source: str, *, strict_only: bool = False,
        severity: Severity = Severity.ERROR) -> Rule:
-    return Rule(rule_id, severity, title, source, strict_only)
+    return Rule(RuleId(rule_id), severity, title, source, strict_only)
 
 
 #: Every rule, by id. ``source`` names the official check (submission.md §3.3) or
 #: the written rule it comes from.
-RULES: dict[str, Rule] = {rule.id: rule for rule in [
+RULES: dict[RuleId, Rule] = {rule.id: rule for rule in [
     _r("TREE-LAYOUT", "the tree holds only the expected divisions, dirs and files",
        "legacy checker check_results_dir", severity=Severity.WARNING),
     _r("TREE-SRC", "<division>/<submitter>/src exists", "M-2 directory_exist_check"),
@@ -98,6 +139,9 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in [
     _r("COMP-DIR", "closed/network: every required compliance test dir with its files",
        "C-1 dir_exists_check"),
     _r("COMP-PASS", "compliance verification files say TEST PASS", "C-3, C-4"),
+    _r("CHECK-INTERNAL", "suite check itself failed while evaluating a rule (a bug in the "
+       "checker, not a verdict on the file); the traceback is in the finding",
+       "infersuite: a missing verdict is a failure"),
 ]}
 
 

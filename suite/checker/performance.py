@@ -12,6 +12,7 @@ from pathlib import Path
 from ..logs import DetailLog
 from ..scenarios import SPECS, Scenario
 from .context import ResultContext, as_float, as_int, log_problem, read_text
+from .findings import RuleId
 
 _EARLY_STOPPING = (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM, Scenario.SERVER)
 #: LoadGen logs the uncommitted-build error on every log of a dirty build; the official
@@ -23,11 +24,11 @@ def check_performance(ctx: ResultContext) -> None:
     """Every ``PERF-*`` rule of one result."""
     path = ctx.files.perf_detail
     log = ctx.log(path)
-    with ctx.rule("PERF-LOG", path) as run:
+    with ctx.rule(RuleId.PERF_LOG, path) as run:
         if run:
-            problem = log_problem(path, log)
+            problem = log_problem(path, log, ctx.log_reason(path))
             if problem is not None:
-                ctx.add("PERF-LOG", path, f"performance detail log is {problem}",
+                ctx.add(RuleId.PERF_LOG, path, f"performance detail log is {problem}",
                         expected="a LoadGen mlperf_log_detail.txt", found=problem,
                         hint="copy the run's performance/mlperf_log_detail.txt unchanged")
     _summary(ctx)
@@ -45,7 +46,15 @@ def check_compliance_log(ctx: ResultContext, path: Path) -> None:
     own (official C-2); findings name that log's file."""
     sub = dataclasses.replace(ctx, files=dataclasses.replace(ctx.files, perf_detail=path))
     log = sub.log(path)
-    if log is not None:  # a missing log is COMP-DIR's finding
+    if path.exists():  # a missing log is COMP-DIR's finding; a corrupt one is PERF-LOG's
+        with sub.rule(RuleId.PERF_LOG, path) as run:
+            problem = log_problem(path, log, sub.log_reason(path)) if run else None
+            if problem is not None:
+                sub.add(RuleId.PERF_LOG, path, f"compliance performance log is {problem}",
+                        expected="a LoadGen mlperf_log_detail.txt", found=problem,
+                        hint="copy the compliance run's performance/mlperf_log_detail.txt "
+                             "unchanged")
+    if log is not None:
         _seeds(sub, log)
         _settings(sub, log)
         _latency(sub, log)
@@ -53,16 +62,16 @@ def check_compliance_log(ctx: ResultContext, path: Path) -> None:
 
 def _summary(ctx: ResultContext) -> None:
     path = ctx.files.perf_summary
-    with ctx.rule("PERF-SUMMARY", path) as run:
+    with ctx.rule(RuleId.PERF_SUMMARY, path) as run:
         if not run:
             return
         text = read_text(path)
         if text is None:
-            ctx.add("PERF-SUMMARY", path, "performance summary log is missing",
+            ctx.add(RuleId.PERF_SUMMARY, path, "performance summary log is missing",
                     expected="mlperf_log_summary.txt", found="missing",
                     hint="copy the run's performance/mlperf_log_summary.txt")
         elif "Result is : VALID" not in text:
-            ctx.add("PERF-SUMMARY", path, "the summary log does not say 'Result is : VALID'",
+            ctx.add(RuleId.PERF_SUMMARY, path, "the summary log does not say 'Result is : VALID'",
                     expected="Result is : VALID", found=_result_line(text))
 
 
@@ -75,63 +84,64 @@ def _result_line(text: str) -> str:
 
 def _scenario(ctx: ResultContext, log: DetailLog) -> None:
     path = ctx.files.perf_detail
-    with ctx.rule("PERF-SCENARIO", path) as run:
+    with ctx.rule(RuleId.PERF_SCENARIO, path) as run:
         if run and ctx.scenario is not None:
             found = log.get("effective_scenario")
             expected = SPECS[ctx.scenario].loadgen_name
             if found != expected:
-                ctx.add("PERF-SCENARIO", path, "the log's scenario differs from the directory's",
+                ctx.add(RuleId.PERF_SCENARIO, path,
+                        "the log's scenario differs from the directory's",
                         expected=expected, found=found,
                         hint="put the result under the scenario LoadGen ran")
 
 
 def _seeds(ctx: ResultContext, log: DetailLog) -> None:
     path = ctx.files.perf_detail
-    with ctx.rule("PERF-SEEDS", path) as run:
+    with ctx.rule(RuleId.PERF_SEEDS, path) as run:
         if not run:
             return
         seeds = ctx.rules.seeds.model_dump()
         for key in _SEED_KEYS:
             found = as_int(log.get(f"effective_{key}"))
             if found != seeds[key]:
-                ctx.add("PERF-SEEDS", path, f"{key} is wrong for round {ctx.rules.round}",
+                ctx.add(RuleId.PERF_SEEDS, path, f"{key} is wrong for round {ctx.rules.round}",
                         expected=seeds[key], found=log.get(f"effective_{key}"),
                         hint=f"rerun with the round's seeds (suite run --round {ctx.rules.round})")
 
 
 def _settings(ctx: ResultContext, log: DetailLog) -> None:
     path = ctx.files.perf_detail
-    with ctx.rule("PERF-SAMPLE-COUNT", path) as run:
+    with ctx.rule(RuleId.PERF_SAMPLE_COUNT, path) as run:
         if run and ctx.bench is not None:
             need = ctx.bench.performance_sample_count
             found = as_int(log.get("effective_performance_sample_count"))
             if found is None or found < need:
-                ctx.add("PERF-SAMPLE-COUNT", path, "performance_sample_count too small",
+                ctx.add(RuleId.PERF_SAMPLE_COUNT, path, "performance_sample_count too small",
                         expected=f">= {need}", found=log.get("effective_performance_sample_count"),
                         hint="do not override loadgen.performance_sample_count")
-    with ctx.rule("PERF-DURATION", path) as run:
+    with ctx.rule(RuleId.PERF_DURATION, path) as run:
         if run:
             need = ctx.sub.test_duration_ms
             found = as_int(log.get("effective_min_duration_ms"))
             if found is None or found < need:
-                ctx.add("PERF-DURATION", path, "minimum duration below the round's",
+                ctx.add(RuleId.PERF_DURATION, path, "minimum duration below the round's",
                         expected=f">= {need}", found=log.get("effective_min_duration_ms"),
                         hint="run without --quick and without overriding loadgen.min_duration_ms")
     if ctx.scenario in _EARLY_STOPPING or ctx.scenario is None or ctx.bench is None:
         return
-    with ctx.rule("PERF-MIN-QUERIES", path) as run:
+    with ctx.rule(RuleId.PERF_MIN_QUERIES, path) as run:
         need_q = ctx.bench.checker_min_queries.get(ctx.scenario)
         if run and need_q is not None:
             found = as_int(log.get("effective_min_query_count"))
             if found is None or found < need_q:
-                ctx.add("PERF-MIN-QUERIES", path, "min_query_count below the round's",
+                ctx.add(RuleId.PERF_MIN_QUERIES, path, "min_query_count below the round's",
                         expected=f">= {need_q}", found=log.get("effective_min_query_count"))
-    with ctx.rule("PERF-OFFLINE-SPQ", path) as run:
+    with ctx.rule(RuleId.PERF_OFFLINE_SPQ, path) as run:
         need_s = ctx.bench.checker.offline_min_samples_per_query
         if run and ctx.closed_like and ctx.scenario is Scenario.OFFLINE and need_s is not None:
             found = as_int(log.get("effective_samples_per_query"))
             if found is None or found < need_s:
-                ctx.add("PERF-OFFLINE-SPQ", path, "Offline query holds too few samples",
+                ctx.add(RuleId.PERF_OFFLINE_SPQ, path, "Offline query holds too few samples",
                         expected=f">= {need_s}", found=log.get("effective_samples_per_query"),
                         hint="raise loadgen.expected_qps")
 
@@ -140,9 +150,9 @@ def _latency(ctx: ResultContext, log: DetailLog) -> None:
     path = ctx.files.perf_detail
     if ctx.scenario not in _EARLY_STOPPING:
         return
-    with ctx.rule("PERF-EARLY-STOPPING", path) as run:
+    with ctx.rule(RuleId.PERF_EARLY_STOPPING, path) as run:
         if run and log.get("early_stopping_met") is not True:
-            ctx.add("PERF-EARLY-STOPPING", path, "early stopping condition not met",
+            ctx.add(RuleId.PERF_EARLY_STOPPING, path, "early stopping condition not met",
                     expected=True, found=log.get("early_stopping_met"),
                     hint=str(log.get("early_stopping_result") or "run longer"))
     if ctx.scenario is not Scenario.SERVER or ctx.bench is None:
@@ -151,18 +161,18 @@ def _latency(ctx: ResultContext, log: DetailLog) -> None:
     if bound_ms is None:
         return
     bound_ns = bound_ms * 1_000_000
-    with ctx.rule("PERF-LATENCY", path) as run:
+    with ctx.rule(RuleId.PERF_LATENCY, path) as run:
         if run:
             found = as_int(log.get("effective_target_latency_ns"))
             if found is None or found > bound_ns:
-                ctx.add("PERF-LATENCY", path, "Server target latency above the bound",
+                ctx.add(RuleId.PERF_LATENCY, path, "Server target latency above the bound",
                         expected=f"<= {bound_ns} ns", found=log.get("effective_target_latency_ns"),
                         hint="do not override loadgen.latency_bound_ms")
-    with ctx.rule("PERF-LATENCY-MEASURED", path) as run:
+    with ctx.rule(RuleId.PERF_LATENCY_MEASURED, path) as run:
         if run:
             p99 = as_float(log.get("result_99.00_percentile_latency_ns"))
             if p99 is None or p99 > bound_ns:
-                ctx.add("PERF-LATENCY-MEASURED", path, "measured Server p99 above the bound",
+                ctx.add(RuleId.PERF_LATENCY_MEASURED, path, "measured Server p99 above the bound",
                         expected=f"<= {bound_ns} ns",
                         found=log.get("result_99.00_percentile_latency_ns"),
                         hint="lower loadgen.target_qps or sut.max_wait_us")
@@ -179,13 +189,13 @@ def _latency_bound_ms(ctx: ResultContext) -> int | None:
 
 def _verdict(ctx: ResultContext, log: DetailLog) -> None:
     path = ctx.files.perf_detail
-    with ctx.rule("PERF-VALIDITY", path) as run:
+    with ctx.rule(RuleId.PERF_VALIDITY, path) as run:
         if run and log.get("result_validity") != "VALID":
-            ctx.add("PERF-VALIDITY", path, "LoadGen did not call the run VALID",
+            ctx.add(RuleId.PERF_VALIDITY, path, "LoadGen did not call the run VALID",
                     expected="VALID", found=log.get("result_validity"),
                     hint=str(log.get("result_invalid_reason") or "see mlperf_log_summary.txt"))
-    with ctx.rule("PERF-ERRORS", path) as run:
+    with ctx.rule(RuleId.PERF_ERRORS, path) as run:
         if run and log.errors:
-            ctx.add("PERF-ERRORS", path, f"LoadGen logged {len(log.errors)} error(s)",
+            ctx.add(RuleId.PERF_ERRORS, path, f"LoadGen logged {len(log.errors)} error(s)",
                     expected="0 errors", found="; ".join(log.errors[:3]),
                     hint="fix the cause and rerun; an errored run is not a result")

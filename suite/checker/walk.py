@@ -18,7 +18,7 @@ from ..rules import RuleSet, SubmissionRules
 from ..scenarios import SPECS, Scenario
 from .accuracy import check_accuracy
 from .context import ResultContext, ResultFiles, as_float, read_json
-from .findings import RULES, CheckReport, Finding, ResultReport, Severity
+from .findings import RULES, CheckReport, Finding, ResultReport, RuleId, Severity
 from .performance import check_performance
 from .system_rules import check_compliance, check_measurements, check_system
 
@@ -51,7 +51,7 @@ def check_path(path: Path, rules: RuleSet, *, compat_official: bool = False) -> 
             _walk_tree(path, rules, rules.submission, report)
         except OSError as exc:  # unreadable directories: a finding, never a crash
             report.findings.append(Finding(
-                rule="TREE-LAYOUT", severity=Severity.ERROR, result=None, file=str(path),
+                rule=RuleId.TREE_LAYOUT, severity=Severity.ERROR, result=None, file=str(path),
                 expected="a readable tree", found=str(exc), message="could not walk the tree",
                 hint="check the permissions of the tree"))
         if not report.results:
@@ -61,7 +61,7 @@ def check_path(path: Path, rules: RuleSet, *, compat_official: bool = False) -> 
 
 
 def _tree_finding(report: CheckReport, root: Path, path: Path, message: str,
-                  rule: str = "TREE-LAYOUT") -> None:
+                  rule: RuleId = RuleId.TREE_LAYOUT) -> None:
     report.findings.append(Finding(
         rule=rule, severity=RULES[rule].severity, result=None,
         file=path.relative_to(root).as_posix(), expected=None, found=None, message=message,
@@ -104,9 +104,9 @@ def _walk_submitter(root: Path, sub_dir: Path, division: str, rules: RuleSet,
                     for res in sorted(p for p in bench_dir.iterdir() if p.is_dir())]
             _scenarios(ctxs, data, bench_dir.name)
             for ctx in ctxs:
-                with ctx.rule("TREE-SRC", sub_dir / "src") as run:
+                with ctx.rule(RuleId.TREE_SRC, sub_dir / "src") as run:
                     if run and not (sub_dir / "src").is_dir():
-                        ctx.add("TREE-SRC", sub_dir / "src", "the submitter has no src/",
+                        ctx.add(RuleId.TREE_SRC, sub_dir / "src", "the submitter has no src/",
                                 expected="src/ (or a pointer to the code)", found="missing")
                 check_system(ctx, desc_path, data, error, sub_dir.name)
                 _check_result(ctx, report)
@@ -132,15 +132,15 @@ def _tree_context(root: Path, rdir: Path, division: str, submitter: str, rules: 
     ctx = ResultContext(result_id=rdir.relative_to(root).as_posix(), root=root, files=files,
                         rules=rules, sub=sub, benchmark=rdir.parent.name, bench=bench,
                         scenario=scenario, division=division, strict=not compat)
-    with ctx.rule("TREE-LAYOUT", rdir) as run:
+    with ctx.rule(RuleId.TREE_LAYOUT, rdir) as run:
         if run and bench is None:
-            ctx.add("TREE-LAYOUT", rdir.parent, f"unknown benchmark for round {rules.round}",
+            ctx.add(RuleId.TREE_LAYOUT, rdir.parent, f"unknown benchmark for round {rules.round}",
                     expected=", ".join(sorted(names)), found=rdir.parent.name,
-                    severity=RULES["TREE-SRC"].severity if ctx.closed_like else None)
+                    severity=RULES[RuleId.TREE_SRC].severity if ctx.closed_like else None)
         if run and scenario is None:
-            ctx.add("TREE-LAYOUT", rdir, "unknown scenario directory",
+            ctx.add(RuleId.TREE_LAYOUT, rdir, "unknown scenario directory",
                     expected=", ".join(s.loadgen_name for s in Scenario), found=rdir.name,
-                    severity=RULES["TREE-SRC"].severity)
+                    severity=RULES[RuleId.TREE_SRC].severity)
     return ctx
 
 
@@ -155,21 +155,21 @@ def _scenarios(ctxs: list[ResultContext], system: Any, bench_name: str) -> None:
     checker = ctxs[0].bench.checker
     present = {c.scenario for c in ctxs if c.scenario is not None}
     for ctx in ctxs:
-        with ctx.rule("TREE-SCENARIOS", ctx.files.compliance_root) as run:
+        with ctx.rule(RuleId.TREE_SCENARIOS, ctx.files.compliance_root) as run:
             if not run:
                 continue
             if key not in checker.required_scenarios:
-                ctx.add("TREE-SCENARIOS", None, f"{bench_name} has no entry for {key} systems",
+                ctx.add(RuleId.TREE_SCENARIOS, None, f"{bench_name} has no entry for {key} systems",
                         expected=", ".join(checker.required_scenarios), found=key)
                 continue
             required = set(checker.required_scenarios[key])
             allowed = required | set(checker.optional_scenarios.get(key, []))
             if missing := sorted(s.loadgen_name for s in required - present):
-                ctx.add("TREE-SCENARIOS", None, "required scenarios missing",
+                ctx.add(RuleId.TREE_SCENARIOS, None, "required scenarios missing",
                         expected=", ".join(sorted(s.loadgen_name for s in required)),
                         found="missing: " + ", ".join(missing))
             if extra := sorted(s.loadgen_name for s in present - allowed):
-                ctx.add("TREE-SCENARIOS", None, "scenarios not allowed for this system type",
+                ctx.add(RuleId.TREE_SCENARIOS, None, "scenarios not allowed for this system type",
                         expected=", ".join(sorted(s.loadgen_name for s in allowed)),
                         found=", ".join(extra))
 
@@ -219,9 +219,9 @@ def _check_run_dir(path: Path, rules: RuleSet, sub: SubmissionRules,
     ctx = ResultContext(result_id=path.name, root=path, files=files, rules=rules, sub=sub,
                         benchmark=benchmark, bench=rules.benchmarks.get(benchmark),
                         scenario=scenario, tree_mode=False, strict=not report.compat_official)
-    with ctx.rule("TREE-LAYOUT", path / "config.json") as run:
+    with ctx.rule(RuleId.TREE_LAYOUT, path / "config.json") as run:
         if run and (ctx.bench is None or scenario is None):
-            ctx.add("TREE-LAYOUT", path / "config.json", "unknown benchmark or scenario",
+            ctx.add(RuleId.TREE_LAYOUT, path / "config.json", "unknown benchmark or scenario",
                     expected=json.dumps(sorted(rules.benchmarks)),
-                    found=f"{benchmark} {scen_name}", severity=RULES["TREE-SRC"].severity)
+                    found=f"{benchmark} {scen_name}", severity=RULES[RuleId.TREE_SRC].severity)
     _check_result(ctx, report)
