@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import ConfigError
-from ..results import RunResult, Status
+from ..results import RunResult, Status, TestResult
 from ..scenarios import Scenario
 
 AUDIT_CONFIG = "audit.config"
@@ -64,10 +64,18 @@ def refuse_stale_audit_configs(places: list[Path]) -> None:
                 )
 
 
+def performance_test(result: RunResult) -> TestResult:
+    """The run's performance test (never ``tests[0]``, which may be the accuracy test)."""
+    test = next((t for t in result.tests if t.mode == "performance"), None)
+    if test is None:
+        raise ValueError(f"{result.run_dir} has no performance test")
+    return test
+
+
 def score(result: RunResult) -> tuple[float, str]:
     """A performance score where higher is better, and the scenario, from a run result."""
-    test = next((t for t in result.tests if t.mode == "performance"), None)
-    if test is None or test.performance is None or test.performance.metric_value is None:
+    test = performance_test(result)
+    if test.performance is None or test.performance.metric_value is None:
         raise ValueError(f"{result.run_dir} has no performance metric")
     perf = test.performance
     value = perf.metric_value
@@ -81,8 +89,9 @@ def performance_verdict(reference: RunResult, compliance: RunResult, tolerance: 
     """Compare scores; ``two_sided`` (TEST01) or "not faster" only (TEST04)."""
     ref_score, scenario = score(reference)
     test_score, test_scenario = score(compliance)
-    ref_valid = reference.tests[0].status is Status.VALID
-    test_valid = compliance.tests[0].status is Status.VALID
+    ref_status = performance_test(reference).status
+    test_status = performance_test(compliance).status
+    ref_valid, test_valid = ref_status is Status.VALID, test_status is Status.VALID
     tol = tolerance
     limit_ns = small_latency_ns.get(scenario)
     if limit_ns is not None and 1e6 / ref_score <= limit_ns:  # score = 1/ms
@@ -91,8 +100,8 @@ def performance_verdict(reference: RunResult, compliance: RunResult, tolerance: 
     within = abs(ratio - 1) <= tol if two_sided else ratio < 1 + tol
     passed = ref_valid and test_valid and scenario == test_scenario and within
     lines = [
-        f"reference run: {reference.run_dir} ({reference.tests[0].status.value})",
-        f"compliance run: {compliance.run_dir} ({compliance.tests[0].status.value})",
+        f"reference run: {reference.run_dir} (performance test {ref_status.value})",
+        f"compliance run: {compliance.run_dir} (performance test {test_status.value})",
         f"scenario: {scenario} / {test_scenario}",
         f"reference score = {ref_score:.6g}",
         f"test score = {test_score:.6g}",

@@ -21,14 +21,24 @@ from ..results import RunResult
 from .base import ComplianceTest, Verdict, performance_verdict
 
 
-def _responses(path: Path, dtype: Any) -> dict[int, list[int]]:
-    """qsl_idx -> every first value logged for it (a list: duplicates must agree)."""
-    found: dict[int, list[int]] = {}
+def _responses(path: Path) -> dict[int, list[bytes]]:
+    """qsl_idx -> every full response logged for it (a list: duplicates must agree).
+
+    The whole response is compared byte for byte, as the official TEST01 does: a SUT
+    that gets the first value right and the rest wrong is not inferring honestly.
+    """
+    found: dict[int, list[bytes]] = {}
     entries = json.loads(path.read_text(encoding="utf-8"))
     for entry in entries:
-        values = np.frombuffer(bytes.fromhex(entry["data"]), dtype=dtype)
-        found.setdefault(int(entry["qsl_idx"]), []).append(int(values[0]) if len(values) else -1)
+        found.setdefault(int(entry["qsl_idx"]), []).append(bytes.fromhex(entry["data"]))
     return found
+
+
+def _first(data: bytes, dtype: Any) -> int:
+    """The first decoded value of a response (the top-1 class), -1 if it has none."""
+    usable = len(data) - len(data) % np.dtype(dtype).itemsize
+    values = np.frombuffer(data[:usable], dtype=dtype)
+    return int(values[0]) if len(values) else -1
 
 
 def _top1(responses: dict[int, int], labels: Any) -> float:
@@ -57,8 +67,8 @@ class Test01:
                response_dtype: Any, labels: Any) -> list[Verdict]:
         compliance_log = run_dir / "performance" / ACCURACY_LOG
         reference_log = Path(reference.run_dir) / "accuracy" / ACCURACY_LOG
-        sampled = _responses(compliance_log, response_dtype)
-        truth = _responses(reference_log, response_dtype)
+        sampled = _responses(compliance_log)
+        truth = _responses(reference_log)
         matches = mismatches = missing = 0
         for idx, values in sampled.items():
             if idx not in truth:
@@ -79,7 +89,7 @@ class Test01:
         shutil.copyfile(compliance_log, accuracy_dir / ACCURACY_LOG)
         passed = mismatches == 0 and missing == 0 and matches > 0
         if not passed and matches + mismatches > 0:
-            passed = self._fallback(sampled, truth, labels, accuracy_dir, lines)
+            passed = self._fallback(sampled, truth, labels, accuracy_dir, lines, response_dtype)
         return [Verdict("verify_accuracy.txt", passed, lines),
                 self.performance(reference, compliance)]
 
@@ -88,11 +98,11 @@ class Test01:
                                    self.table["small_latency_tolerance"], self.small,
                                    two_sided=True)
 
-    def _fallback(self, sampled: dict[int, list[int]], truth: dict[int, list[int]],
-                  labels: Any, accuracy_dir: Path, lines: list[str]) -> bool:
+    def _fallback(self, sampled: dict[int, list[bytes]], truth: dict[int, list[bytes]],
+                  labels: Any, accuracy_dir: Path, lines: list[str], dtype: Any) -> bool:
         common = [idx for idx in sampled if idx in truth]
-        baseline = _top1({idx: truth[idx][0] for idx in common}, labels)
-        observed = _top1({idx: sampled[idx][0] for idx in common}, labels)
+        baseline = _top1({idx: _first(truth[idx][0], dtype) for idx in common}, labels)
+        observed = _top1({idx: _first(sampled[idx][0], dtype) for idx in common}, labels)
         (accuracy_dir / "baseline_accuracy.txt").write_text(
             f"accuracy={baseline:.3f}%, good={round(baseline * len(common) / 100)}, "
             f"total={len(common)}\n")
