@@ -70,6 +70,7 @@ def _resign(files: dict[str, Path], tmp: Path, edit: object) -> Path:
     return out
 
 
+@pytest.mark.timing  # replay and TEST01/TEST04 ratios are throughput figures
 def test_an_honest_bundle_passes_every_step(bundle: dict[str, Path], tmp_path: Path) -> None:
     code, report = _audit(bundle["bundle"], bundle["pub"], tmp_path, "--rerun", "all",
                           *TOLERANCE, "--sign", str(bundle["key"]), **PASS)
@@ -95,6 +96,7 @@ def test_raised_accuracy_fails_step_3(bundle: dict[str, Path], tmp_path: Path) -
     assert "SingleStream" in bad["name"] and any("99.900" in e for e in bad["evidence"])
 
 
+@pytest.mark.timing  # the replay / claim ratio is a throughput figure
 def test_inflated_throughput_fails_step_4(bundle: dict[str, Path], tmp_path: Path) -> None:
     def inflate(tree: Path) -> None:
         [log] = list(tree.rglob("Offline/performance/run_1/mlperf_log_detail.txt"))

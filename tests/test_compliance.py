@@ -68,6 +68,7 @@ def _compliance(test: str, backend: str, reference: Path, runs_dir: Path,
     return proc, RunResult.load(newest / "result.json")
 
 
+@pytest.mark.timing  # verify_performance.txt compares two runs' throughput
 def test_test01_passes_on_an_honest_run(reference: Path, runs_dir: Path) -> None:
     proc, result = _honest("TEST01", reference, runs_dir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -98,6 +99,7 @@ def test_test01_fails_on_a_backend_that_perturbs_in_performance_mode(
     assert not result.submittable
 
 
+@pytest.mark.timing  # the honest half compares two runs' throughput
 def test_test04_passes_honest_and_fails_a_caching_backend(reference: Path,
                                                           runs_dir: Path) -> None:
     proc, honest = _honest("TEST04", reference, runs_dir)
