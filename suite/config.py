@@ -154,6 +154,9 @@ class RunConfig(BaseModel):
         reasons = []
         if self.quick:
             reasons.append("--quick shortens the run below the round's minimum duration")
+        if self.backend == "simulated":
+            reasons.append("the simulated backend runs no model: its timing is a profile "
+                           "and its outputs a projection")
         reasons.extend(self.overridden_rules.values())
         return reasons
 

@@ -85,6 +85,8 @@ class Variant:
 
 VARIANTS = [
     Variant("null", "null", computes=False),
+    # An accelerator's timing on the CPU: its outputs are a projection, not the model's.
+    Variant("simulated", "simulated", {"profile": "digits-h100"}, computes=False),
     Variant("onnxruntime", "onnxruntime"),
     Variant("torch-fp32", "torch"),
     # Every LoadGen run is a child process that imports torch (seconds on 2 cores), so

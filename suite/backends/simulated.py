@@ -11,9 +11,10 @@ copy, completing) is real and is what a run measures.
 
 Outputs are real: a fixed, seeded projection of 16 input values per sample onto 16
 scores, shaped as the model card's output (scores for ``argmax`` cards, the rest of a
-wider output zero; the argmax class for ``class_index`` cards). They are a deterministic function of the input, so accuracy
-mode and the compliance tests run end to end; the accuracy itself is meaningless, and
-so a simulated result is never submittable.
+wider output zero; the argmax class for ``class_index`` cards). They are a
+deterministic function of the input, so accuracy mode and the compliance tests run
+end to end; the accuracy itself is meaningless, and so a simulated result is never
+submittable.
 
 Like a GPU backend it takes the dataset's raw form (uint8 pixels: normalising is
 device work here) and hands the SUT preallocated staging buffers to gather into, so a
@@ -41,8 +42,8 @@ if TYPE_CHECKING:
     from ..models import ModelCard
     from ..types import Batch, Outputs
 
-#: Input values per sample the output projection reads, and scores it computes: a
-#: 16 x 16 product stays below BLAS's threading threshold (a 16 x 1001 one woke
+#: Input values per sample the output projection reads, and scores it computes: few
+#: enough to cost microseconds per batch (a 16 x 1001 projection through BLAS woke
 #: OpenBLAS's threads and took 28 ms on a busy 2-core machine).
 _FEATURES = 16
 
@@ -276,7 +277,12 @@ class SimulatedBackend(BackendBase):
     def _outputs(self, batch: Batch) -> Outputs:
         n = len(batch)
         values = batch.reshape(n, -1)[:, self._features].astype(np.float32)
-        scores = values @ self._weights
+        # Summed feature by feature, not by BLAS: a sample's scores must not depend on
+        # the batch it came in (BLAS's summation order does), or TEST01 would see
+        # accuracy and performance responses differ.
+        scores = np.zeros((n, self._weights.shape[1]), dtype=np.float32)
+        for k, row in enumerate(self._weights):
+            scores += values[:, k:k + 1] * row
         if self._class_index:
             result: Outputs = scores.argmax(axis=1).astype(np.int64)
             return result

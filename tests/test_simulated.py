@@ -1,0 +1,213 @@
+"""The simulated accelerator and the Server scheduler it exists to exercise.
+
+Unit tests of the backend (profiles, outputs, raw input, staging buffers, shape
+warming), of the batch-cost fit and cap, and of the batch record; then runs through
+the real CLI and LoadGen: a Server run records its batch sizes, never forms a batch
+above the derived cap, and a ResNet-50-shaped run stages raw uint8 pixels that the
+backend normalises "on the device". No assertion depends on this machine's speed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from suite.backends.base import RawInput
+from suite.backends.simulated import SimulatedBackend, SimulatedOptions, bucket, load_profile
+from suite.batch_stats import BatchStats, merge
+from suite.errors import BackendError
+from suite.models import load_card
+from suite.paths import find_paths
+from suite.sut import BatchCost
+
+from .conftest import REPO, only_run_dir, run_cli
+
+PROFILES = REPO / "reference_models" / "simulated" / "profiles.toml"
+
+
+@pytest.fixture(scope="module")
+def digits_card() -> Any:
+    return load_card(find_paths(), "digits")
+
+
+def loaded(card: Any, max_batch: int = 32, **options: Any) -> SimulatedBackend:
+    backend = SimulatedBackend(SimulatedOptions(**{"jitter": 0.0, **options}))
+    backend.load(card, max_batch)
+    return backend
+
+
+def test_every_shipped_profile_loads_and_states_its_peak() -> None:
+    import tomllib
+
+    names = tomllib.loads(PROFILES.read_text(encoding="utf-8"))["profiles"]
+    assert {"resnet50-h100-fp16", "resnet50-4gpu-fp16", "slow-cpu"} <= set(names)
+    for name in names:
+        profile = load_profile(PROFILES, name)
+        assert profile.peak_samples_per_s == pytest.approx(
+            profile.devices * 1e3 / profile.per_sample_ms)
+
+
+def test_an_unknown_or_broken_profile_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(BackendError, match="no profile 'nope'") as info:
+        load_profile(PROFILES, "nope")
+    assert "resnet50-h100-fp16" in (info.value.hint or "")
+    broken = tmp_path / "profiles.toml"
+    broken.write_text("[profiles.x]\nfixed_ms = 1\n", encoding="utf-8")
+    with pytest.raises(BackendError, match=r"\[profiles.x\]: missing or invalid"):
+        load_profile(broken, "x")
+    broken.write_text("[profiles.x]\nfixed_ms = 1\nper_sample_ms = 1\nstreams = 0\n"
+                      "devices = 1\n", encoding="utf-8")
+    with pytest.raises(BackendError, match="streams and devices must be >= 1"):
+        load_profile(broken, "x")
+
+
+def test_outputs_have_the_cards_shape_and_are_a_function_of_each_sample(
+        digits_card: Any) -> None:
+    backend = loaded(digits_card, profile="slow-cpu")
+    rng = np.random.default_rng(1)
+    batch = rng.random((7, 1, 8, 8), dtype=np.float32)
+    out = backend.predict(batch)
+    assert out.shape == (7, 10) and out.dtype == np.float32
+    assert len(set(out.argmax(axis=1).tolist())) > 1  # not a constant answer
+    np.testing.assert_array_equal(backend.predict(batch[2:5]), out[2:5])
+    np.testing.assert_array_equal(loaded(digits_card, profile="slow-cpu").predict(batch), out)
+
+
+def test_a_class_index_card_gets_class_indices() -> None:
+    card = load_card(find_paths(), "resnet50")
+    backend = loaded(card, 8, profile="slow-cpu")
+    assert backend.accept_raw_input(RawInput((224, 224, 3), "uint8", (1.0, 2.0, 3.0), "NCHW"))
+    batch = np.random.default_rng(0).integers(0, 255, (3, 224, 224, 3), dtype=np.uint8)
+    out = backend.predict(batch)
+    assert out.shape == (3,) and out.dtype == np.int64
+
+
+def test_a_batch_in_its_own_buffer_is_not_copied_again(digits_card: Any) -> None:
+    backend = loaded(digits_card, 16, profile="slow-cpu")
+    buffer = backend.input_buffer(16, (1, 8, 8), "float32")
+    assert buffer is not None and buffer.shape == (16, 1, 8, 8)
+    buffer[:] = np.random.default_rng(2).random(buffer.shape, dtype=np.float32)
+    staged = getattr(backend._local, "buffer", None)
+    backend.predict(buffer[:4])
+    assert getattr(backend._local, "buffer", None) is staged  # no staging buffer made
+    backend.predict(np.array(buffer[:4]))  # pageable: staged first
+    assert backend._local.buffer is not None
+
+
+@pytest.mark.parametrize(("shapes", "cold"), [("all", 0), ("buckets", 0), ("none", 3)])
+def test_shapes_policy_decides_which_calls_pay_the_first_shape_cost(
+        digits_card: Any, shapes: str, cold: int) -> None:
+    backend = SimulatedBackend(SimulatedOptions(profile="digits-h100", shapes=shapes))
+    info = backend.load(digits_card, 16)
+    assert info.details["shapes"].startswith(shapes)
+    for n in (3, 5, 3, 16, 5):
+        backend.predict(np.zeros((n, 1, 8, 8), dtype=np.float32))
+    assert backend.cold_calls == cold
+
+
+def test_buckets_are_powers_of_two_capped_at_the_max() -> None:
+    assert [bucket(n, 48) for n in (1, 2, 3, 5, 17, 33, 48)] == [1, 2, 4, 8, 32, 48, 48]
+
+
+def test_the_record_says_simulated_not_a_precision(digits_card: Any) -> None:
+    info = SimulatedBackend(SimulatedOptions()).load(digits_card, 8)
+    assert info.precision == "simulated" and "no model weights" in info.weight_transformations
+    assert info.details["peak_samples_per_s"] == "12500"
+
+
+# -- the Server batch cap ------------------------------------------------------------
+
+
+def test_batch_cost_fits_the_fixed_and_per_sample_parts() -> None:
+    cost = BatchCost.fit(1, 4.58e-3, 256, 25.0e-3)
+    assert cost.per_sample_s == pytest.approx(0.08e-3, rel=1e-3)
+    assert cost.fixed_s == pytest.approx(4.5e-3, rel=1e-3)
+
+
+def test_the_cap_keeps_batches_inside_the_bound_but_never_starves_the_rate() -> None:
+    cost = BatchCost(4.5e-3, 0.08e-3)
+    # Two workers: a batch may take 2/3 of 15 ms, i.e. (10 - 4.5) / 0.08 = 68 samples.
+    assert cost.batch_cap(15e-3, 256, workers=2) == 68
+    # At 9,000 QPS each worker must carry 1.25 x 4.5 = 5.6 samples/ms: 46 do, 68 stays.
+    assert cost.batch_cap(15e-3, 256, workers=2, rate=9000) == 68
+    # At 12,000 QPS, 7.5/ms each: n / (4.5 + 0.08 n) >= 7.5 needs n >= 84.4, so 85.
+    assert cost.batch_cap(15e-3, 256, workers=2, rate=12000) == 85
+    # A rate no batch size carries: as large as allowed.
+    assert cost.batch_cap(15e-3, 256, workers=2, rate=40000) == 256
+    # A fixed cost over the bound: batches of one, unless the rate needs more.
+    assert BatchCost(20e-3, 1e-4).batch_cap(15e-3, 64) == 1
+    assert BatchCost(0.0, 0.0).batch_cap(15e-3, 64) == 64
+
+
+def test_batch_stats_merge_bins_sizes_and_sums_phases() -> None:
+    a, b = BatchStats(64), BatchStats(64)
+    for n in (1, 2, 3, 4, 5, 64):
+        a.add(n, 0.001, 0.002, 0.0005)
+    b.add(33, 0.01, 0.02, 0.005)
+    record = merge([a, b])
+    assert record["batches"] == 7 and record["samples"] == 112
+    assert record["size_histogram"] == {"1": 1, "2": 1, "3-4": 2, "5-8": 1, "33-64": 2}
+    assert record["gather_s"] == pytest.approx(0.016)
+    assert merge([]) == {}
+
+
+# -- through the real LoadGen --------------------------------------------------------
+
+
+def _status(run_dir: Path) -> dict[str, Any]:
+    [status] = run_dir.glob("*/status.json")
+    record: dict[str, Any] = json.loads(status.read_text(encoding="utf-8"))
+    return record
+
+
+def test_a_server_run_records_its_batches_and_respects_the_cap(runs_dir: Path) -> None:
+    proc = run_cli("run", "--scenario", "server", "--backend", "simulated", "--quick",
+                   "--set", 'backend.simulated.profile="digits-h100"',
+                   "--set", "loadgen.target_qps=3000", "--set", "loadgen.min_duration_ms=1000",
+                   "--set", "sut.max_batch_size=64", "--runs-dir", str(runs_dir))
+    assert proc.returncode in (0, 2), proc.stderr  # INVALID on a stalled box is no error
+    status = _status(only_run_dir(runs_dir))
+    cap = status["derived"]["batch_cap"]
+    assert 1 <= cap <= 64
+    batches = status["batches"]
+    assert batches["input_form"] == "model"  # digits has no raw form
+    assert batches["samples"] == status["samples_completed"] > 0
+    largest = max(int(key.split("-")[-1]) for key in batches["size_histogram"])
+    assert largest <= 1 << (cap - 1).bit_length()  # the bin holding the cap at most
+
+
+@pytest.fixture(scope="module")
+def r50_images(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("r50sim")
+    subprocess.run([sys.executable, str(REPO / "reference_models" / "resnet50" /
+                                        "make_fixture.py"), "--out-dir", str(out),
+                    "--no-model"], check=True, timeout=120)
+    (out / "stand-in.onnx").write_bytes(b"not a model: the simulated backend loads none")
+    return out
+
+
+def test_resnet50_shaped_inputs_are_staged_raw_and_run_every_mode(
+        r50_images: Path, runs_dir: Path, tmp_path: Path) -> None:
+    proc = run_cli("run", "--benchmark", "resnet50", "--scenario", "offline", "--backend",
+                   "simulated", "--quick", "--mode", "all",
+                   "--set", 'backend.simulated.profile="slow-cpu"',
+                   "--set", "loadgen.expected_qps=5000", "--set", "sut.max_batch_size=8",
+                   "--set", f'data.cache_dir="{tmp_path / "cache"}"',
+                   "--runs-dir", str(runs_dir),
+                   SUITE_IMAGENET_DIR=str(r50_images / "imagenet"),
+                   SUITE_RESNET50_ONNX=str(r50_images / "stand-in.onnx"))
+    assert proc.returncode in (0, 2), proc.stderr
+    run_dir = only_run_dir(runs_dir)
+    for status_file in run_dir.glob("*/status.json"):
+        status = json.loads(status_file.read_text(encoding="utf-8"))
+        assert status["status"] == "completed", status
+        assert status["batches"]["input_form"] == "raw"
+    result = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
+    assert not result["submittable"]
+    assert any("simulated" in reason for reason in result["non_submittable_reasons"])
