@@ -40,6 +40,7 @@ from .backends import BackendBase, BackendInfo
 from .config import RunConfig
 from .loadgen import Completer, run_test
 from .models import ModelCard, load_card
+from .output_contract import OutputContract
 from .paths import find_paths
 from .postprocess import make_postprocess
 from .process_workers import WorkerSpec
@@ -230,6 +231,7 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
             config.scenario, config.sut, on_drain=drained.set,
             latency_bound_ms=config.loadgen.latency_bound_ms,
             target_qps=config.loadgen.target_qps,
+            contract=OutputContract(config.backend, card),
             worker_spec=WorkerSpec(spec.home, config),
         )
         sut.warmup()

@@ -382,6 +382,7 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim
            sample_dtype: np.dtype[Any], response_dtype: np.dtype[Any],
            raw: RawInput | None) -> None:
     from .child import load_model
+    from .output_contract import OutputContract
     from .postprocess import make_postprocess
 
     card, backend, _ = load_model(spec.home, spec.config)
@@ -389,6 +390,7 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim
         raise RuntimeError("the backend took the raw input form in the LoadGen process "
                            "but refused it in a worker process")
     postprocess, _ = make_postprocess(card)
+    check = OutputContract(spec.config.backend, card).check
     ring = shared_memory.SharedMemory(name=ring_name)
     ctrl, indices, responses = layout.views(ring.buf, response_dtype)
     staged = _Staged(ring_name, sample_shape, sample_dtype)
@@ -432,7 +434,9 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim
         segments = _segments(tail, take, layout.capacity)
         qsl = indices[segments[0][0]:segments[0][1]] if len(segments) == 1 else \
             np.concatenate([indices[b:e] for b, e in segments])
-        outputs = postprocess(backend.predict(staged.current(int(ctrl[_GEN])).gather(qsl, buffer)))
+        outputs = backend.predict(staged.current(int(ctrl[_GEN])).gather(qsl, buffer))
+        check(outputs, take)
+        outputs = postprocess(outputs)
         done = 0
         for b, e in segments:
             responses[b:e] = outputs[done:done + e - b]

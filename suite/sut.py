@@ -157,6 +157,7 @@ class SystemUnderTest:
         latency_bound_ms: float | None = None,
         worker_spec: WorkerSpec | None = None,
         target_qps: float = 0.0,
+        contract: Callable[[Any, int], None] | None = None,
     ) -> None:
         self.backend = backend
         self.dataset = dataset
@@ -179,6 +180,9 @@ class SystemUnderTest:
         self._stop = threading.Event()
         self._latency_bound_ms = latency_bound_ms
         self._target_qps = target_qps
+        #: Checks each batch's outputs (``OutputContract.check``): one row per sample,
+        #: the card's shape and dtype; a breach fails the batch, so the run.
+        self._check = contract if contract is not None else _unchecked
         self.max_wait_s = max(config.max_wait_us, 0) / 1e6
         #: The largest Server batch: ``max_batch_size``, or less where a batch that large
         #: could not meet the latency bound (derived at warm-up; see ``BatchCost``).
@@ -347,7 +351,7 @@ class SystemUnderTest:
         """
         add, claim = self.inflight.add, self.inflight.claim
         sample, gather, buffer = self.dataset.sample, self.dataset.gather, self._inline_buffer
-        predict, postprocess = self.backend.predict, self.postprocess
+        predict, postprocess, check = self.backend.predict, self.postprocess, self._check
         complete, complete_empty = self.completer.complete, self.completer.complete_empty
 
         def issue(ids: list[int], indices: list[int]) -> None:
@@ -363,7 +367,9 @@ class SystemUnderTest:
             try:
                 batch = (sample(indices[0]) if len(indices) == 1 else
                          gather(np.asarray(indices, dtype=np.int64), buffer))
-                responses = postprocess(predict(batch))
+                outputs = predict(batch)
+                check(outputs, len(indices))
+                responses = postprocess(outputs)
             except Exception as exc:
                 self._batch_failed(exc, len(ids))
                 return
@@ -436,7 +442,9 @@ class SystemUnderTest:
             batch = (self.dataset.sample(indices[0]) if len(indices) == 1 else
                      self.dataset.gather(np.asarray(indices, dtype=np.int64), buffer))
             gathered = time.perf_counter()
-            responses = self.postprocess(self.backend.predict(batch))
+            outputs = self.backend.predict(batch)
+            self._check(outputs, len(indices))
+            responses = self.postprocess(outputs)
         except Exception as exc:
             self._batch_failed(exc, len(ids))
             return
@@ -593,6 +601,10 @@ class SystemUnderTest:
                 self.failures.record("watchdog_timeout", f"{stalled} (sut.watchdog_timeout_s); "
                                      "outstanding samples were completed empty")
                 self.drain()
+
+
+def _unchecked(outputs: Any, n: int) -> None:
+    """No output contract (a SUT built without a model card, in unit tests)."""
 
 
 def _cut(query: Query, size: int, piece: int, rest: collections.deque[Query]) -> Query:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,3 +52,22 @@ def suite_home(tmp_path: Path) -> Path:
     for name in ("run_rules", "scenarios", "reference_models"):
         shutil.copytree(REPO / name, home / name)
     return home
+
+
+# -- the `timing` marker ------------------------------------------------------------
+# A test marked `timing` asserts a latency or throughput figure. On a shared 2-core
+# machine (CI, a busy laptop) any such figure can miss for reasons outside the code,
+# so its failure is reported, with the assertion, as XFAIL ("timing: ...") instead of
+# failing the session. SUITE_TIMING_GATE=1 makes them gate again (a quiet machine).
+# Such tests retry internally where a single run is noisy (see run_valid's attempts).
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    if (call.when == "call" and report.failed and item.get_closest_marker("timing")
+            and os.environ.get("SUITE_TIMING_GATE") != "1"):
+        message = str(call.excinfo.value).strip().splitlines()[0] if call.excinfo else ""
+        report.outcome = "skipped"
+        report.wasxfail = f"timing (reported, not gating): {message[:300]}"

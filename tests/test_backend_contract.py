@@ -302,6 +302,7 @@ SCENARIO_SETS = {
 }
 
 
+@pytest.mark.timing  # VALID means every latency bound held on this machine
 @pytest.mark.parametrize("variant", _params([v for v in VARIANTS if v.scenarios]))
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_every_scenario_runs_valid(variant: Variant, scenario: str, tmp_path: Path,

@@ -1,0 +1,151 @@
+"""``make bench``'s Server-at-accelerator-speed figures, on the simulated backend.
+
+For each accelerator profile (``reference_models/simulated/profiles.toml``) it runs
+the real ``resnet50`` pipeline (3 x 224 x 224 inputs through the preprocessing cache,
+512 synthetic JPEGs) with the ``simulated`` backend:
+
+* Offline at batch 256: our Offline rate on that profile;
+* Server at the round's 15 ms bound: the highest target QPS that ends VALID, by
+  bisection between 0.3 and 1.0 of that Offline rate, each probe a real LoadGen run;
+
+and reports Server / Offline with each probe's p99, completed rate and batch record
+(sizes, seconds per phase, the derived batch cap), the evidence of where a missed
+target went. Every figure is LoadGen's, read from the run's ``result.json`` and
+``status.json``.
+
+    python bench/bench_simulated.py --seconds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from suite.api import run  # noqa: E402
+from suite.config import ConfigRequest  # noqa: E402
+
+PROFILES = ("resnet50-h100-fp16", "resnet50-4gpu-fp16")
+
+
+def _images(directory: Path, count: int) -> Path:
+    """``count`` synthetic ImageNet-format JPEGs (the ResNet-50 test fixture's)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_fixture", REPO / "reference_models" / "resnet50" / "make_fixture.py")
+    assert spec is not None and spec.loader is not None
+    fixture = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixture)
+    images = directory / "imagenet"
+    fixture.write_dataset(images, count)
+    return images
+
+
+def _run(scenario: str, profile: str, workers: int, sets: dict[str, Any], env: dict[str, str],
+         runs: Path) -> dict[str, Any]:
+    """One ``--quick`` resnet50 run on the simulated backend: LoadGen's figures and the
+    SUT's batch record."""
+    request = ConfigRequest(
+        benchmark="resnet50", scenario=scenario, backend="simulated", quick=True,
+        runs_dir=runs, use_tuned=False,
+        sets=[f'backend.simulated.profile="{profile}"', f"sut.workers={workers}",
+              "sut.max_batch_size=256", f'data.dataset_dir="{env["images"]}"',
+              f'data.model_path="{env["model"]}"', f'data.cache_dir="{env["cache"]}"',
+              *(f"{k}={v}" for k, v in sets.items())])
+    result = run(request)
+    test = result.tests[0]
+    perf = test.performance
+    status_path = Path(test.directory) / "status.json"
+    status = json.loads(status_path.read_text(encoding="utf-8")) if status_path.is_file() else {}
+    return {
+        "status": test.status.value if hasattr(test.status, "value") else str(test.status),
+        "valid": bool(perf is not None and perf.is_valid),
+        "metric": perf.metric_value if perf is not None else None,
+        "p99_ms": (perf.latency_ns.get("99.00_percentile", 0) / 1e6
+                   if perf is not None and perf.latency_ns else None),
+        "derived": status.get("derived", {}),
+        "batches": status.get("batches", {}),
+        "run_dir": str(result.run_dir),
+    }
+
+
+def measure_profile(profile: str, seconds: float, steps: int, env: dict[str, str],
+                    runs: Path) -> dict[str, Any]:
+    from suite.backends.simulated import load_profile
+
+    spec = load_profile(REPO / "reference_models" / "simulated" / "profiles.toml", profile)
+    workers = spec.devices * spec.streams
+    offline = _run("offline", profile, workers, {
+        "loadgen.min_duration_ms": int(seconds * 1000), "loadgen.min_query_count": 1,
+        "loadgen.expected_qps": round(spec.peak_samples_per_s)}, env, runs)
+    rate = float(offline["metric"] or 0.0)
+    probes: list[dict[str, Any]] = []
+
+    def valid(qps: float) -> bool:
+        probe = _run("server", profile, workers, {
+            "loadgen.target_qps": round(qps, 1), "loadgen.min_duration_ms": int(seconds * 1000),
+            "loadgen.min_query_count": 100}, env, runs)
+        probe["target_qps"] = round(qps, 1)
+        probes.append(probe)
+        print(f"  {profile} Server {qps:,.0f} QPS: {probe['status']} p99 "
+              f"{probe['p99_ms'] or 0:.1f} ms, batches {probe['batches'].get('mean_size')}",
+              file=sys.stderr, flush=True)
+        return bool(probe["valid"])
+
+    low, high = 0.3 * rate, 1.0 * rate
+    best = 0.0
+    if valid(low):
+        best = low
+        for _ in range(steps):
+            mid = (low + high) / 2
+            if valid(mid):
+                best = low = mid
+            else:
+                high = mid
+    return {"profile": profile, "workers": workers,
+            "peak_samples_per_s": spec.peak_samples_per_s,
+            "offline": offline, "offline_samples_per_s": rate,
+            "server_max_valid_qps": best,
+            "server_over_offline_ratio": best / rate if rate else 0.0,
+            "server_probes": probes}
+
+
+def measure(seconds: float, steps: int, tmp: Path) -> dict[str, Any]:
+    images = _images(tmp / "images", 512)
+    model = tmp / "stand-in.onnx"
+    model.write_bytes(b"the simulated backend loads no model file")
+    env = {"images": str(images), "model": str(model), "cache": str(tmp / "cache")}
+    return {name: measure_profile(name, seconds, steps, env, tmp / f"runs-{name}")
+            for name in PROFILES}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="per LoadGen run")
+    parser.add_argument("--steps", type=int, default=5, help="bisection steps")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        report = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+                  "simulated": measure(args.seconds, args.steps, Path(name))}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"bench_simulated_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    for figures in report["simulated"].values():
+        print(f"{figures['profile']}: Offline {figures['offline_samples_per_s']:,.0f} samples/s, "
+              f"Server max VALID {figures['server_max_valid_qps']:,.0f} QPS at 15 ms: "
+              f"{figures['server_over_offline_ratio']:.3f} of Offline")
+    print(f"written: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
