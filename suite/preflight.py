@@ -144,8 +144,8 @@ def _inspect(config: RunConfig, report: LintReport, forced: bool = False) -> Non
         if _user_set(config, key) and values[key] >= low:
             report.findings.append(LintFinding(
                 "LINT-UNIT", "warning", key, config.provenance[key],
-                f"{key} = {values[key]} looks like {unit}",
-                f"the unit is in the name: did you mean {values[key] / div:g}?"))
+                f"{key} = {_short(values[key])} looks like {unit}",
+                f"the unit is in the name: did you mean {_float(values[key]) / div:g}?"))
     for key, scenarios in _ONLY_IN.items():
         if _user_set(config, key) and config.scenario not in scenarios:
             report.findings.append(LintFinding(
