@@ -34,7 +34,8 @@ class NullBackend(BackendBase):
     def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
         shape = (max_batch_size, *card.output.sample_shape)
         self._zeros = np.zeros(shape, dtype=np.dtype(card.output.dtype))
-        return BackendInfo(name=self.name, version="0", device="none")
+        return BackendInfo(name=self.name, version="0", device="none", precision="none",
+                           weight_transformations="none: the null backend runs no model")
 
     def predict(self, batch: Batch) -> Outputs:
         return self._zeros[: len(batch)]

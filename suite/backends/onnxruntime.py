@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.metadata
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
@@ -31,6 +32,28 @@ if TYPE_CHECKING:
 Provider = Literal["CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider"]
 _GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
 _GPU_INSTALL = "pip uninstall -y onnxruntime && pip install onnxruntime-gpu"
+
+
+#: ONNX TensorProto data types of weights, as the precision names results use.
+_WEIGHT_TYPES = {1: "fp32", 10: "fp16", 16: "bf16", 11: "fp64", 3: "int8", 2: "uint8"}
+
+
+def weight_types(model: Path) -> str:
+    """The data types of an ONNX file's floating and quantized initializers, e.g. "fp32"
+    or "int8+fp32" (a quantized model keeps float scales), read from the file.
+
+    Reads the graph only (external weight data stays on disk); integer index tensors
+    (shapes, axes) are not weights and are not counted.
+    """
+    import onnx  # lazy, and only at load
+
+    try:
+        graph = onnx.load(str(model), load_external_data=False).graph
+    except Exception as exc:  # a file onnxruntime loaded but onnx cannot parse
+        raise BackendError(f"cannot read the weight types of {model}: {exc}") from exc
+    found = {_WEIGHT_TYPES[t.data_type] for t in graph.initializer
+             if t.data_type in _WEIGHT_TYPES}
+    return "+".join(sorted(found)) or "none (the graph has no weight initializers)"
 
 
 class OnnxRuntimeOptions(BackendOptions):
@@ -180,10 +203,13 @@ class OnnxRuntimeBackend(BackendBase):
             fast if callable(fast) else session.run)
         self._bind = opts.io_binding == "on" or (
             opts.io_binding == "auto" and opts.providers[0] in _GPU_PROVIDERS)
+        precision, transformations = self._precision(card, active)
         return BackendInfo(
             name=self.name,
             version=ort.__version__,
             device=f"cuda:{opts.device_id}" if opts.uses_gpu else "cpu",
+            precision=precision,
+            weight_transformations=transformations,
             details={
                 "providers": ",".join(active),
                 "intra_op_threads": str(opts.intra_op_threads),
@@ -192,6 +218,22 @@ class OnnxRuntimeBackend(BackendBase):
                 "io_binding": str(self._bind),
             },
         )
+
+    def _precision(self, card: ModelCard, active: list[str]) -> tuple[str, str]:
+        """What ran, read from the model file and the providers, never assumed: the
+        data types of the file's weights, and whether the TensorRT provider was asked
+        to build a lower-precision engine from them."""
+        weights = weight_types(card.onnx_path)
+        trt = self.opts.settings_of("TensorrtExecutionProvider") \
+            if "TensorrtExecutionProvider" in active else {}
+        enabled = {k for k, v in trt.items() if v.strip().lower() in ("1", "true")}
+        if "trt_int8_enable" in enabled:
+            return (f"int8 (TensorRT provider; file weights {weights})",
+                    "TensorRT provider int8 calibration at engine build")
+        if "trt_fp16_enable" in enabled:
+            return (f"fp16 (TensorRT provider; file weights {weights})",
+                    "TensorRT provider fp16 engine built from the file's weights")
+        return weights, "none: the model file runs as given (its sha256 is recorded)"
 
     def predict(self, batch: Batch) -> Outputs:
         if self._bind:
