@@ -66,7 +66,6 @@ def _build(base: Path) -> Built:
         done = run_cli("run", "--scenario", scenario, "--mode", "all", "--quick",
                        "--runs-dir", str(runs))
         assert done.returncode in (0, 2), done.stderr
-    stamp_precision(runs)
     assert run_cli("keygen", "--out", str(keys), **env()).returncode == 0
     (base / "system.toml").write_text(SYSTEM_TOML)
     done = run_cli("package", "--submitter", "ORG", "--system", "box", "--runs-dir", str(runs),
@@ -79,13 +78,9 @@ def _build(base: Path) -> Built:
 
 def stamp_precision(runs: Path, precision: str = "fp32", transform: str = "none",
                     *, force: bool = False) -> None:
-    """Give each test's backend record a precision where the backend recorded none.
-
-    Packaging refuses a run without one. The onnxruntime and test backends are being
-    taught to record it (BackendInfo.precision); until a run carries it, the fixture
-    writes what these CPU runs did (the FP32 ONNX model, unchanged) and says so.
-    ``force`` overwrites, to build runs of another precision for a test.
-    """
+    """Give each test's backend record a precision where the backend recorded none
+    (``force``: overwrite it), to build runs of another precision for a test, or from
+    a test backend that records none."""
     for path in sorted(runs.glob("*/result.json")):
         data = json.loads(path.read_text())
         changed = False

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from .conftest import run_cli
-from .submission_fixtures import stamp_precision
 
 PASS = {"SUITE_KEY_PASSPHRASE": "audit-test-passphrase"}
 STEADY = "tests.fault_backends:SteadyBackend"
@@ -36,7 +35,6 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                  [*SS, "--compliance", "TEST04"], [*OFFLINE, "--mode", "all"]):
         proc = run_cli("run", *args, "--runs-dir", str(runs))
         assert proc.returncode in (0, 2), proc.stdout + proc.stderr
-    stamp_precision(runs)
     assert run_cli("keygen", "--out", str(keys), **PASS).returncode == 0
     proc = run_cli("package", "--submitter", "Acme", "--system", "box1", "--unofficial",
                    "--runs-dir", str(runs), "--out-dir", str(out), "--key",
