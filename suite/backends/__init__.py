@@ -35,6 +35,7 @@ __all__ = [
 BUILTIN: dict[str, str] = {
     "null": "suite.backends.null:NullBackend",
     "onnxruntime": "suite.backends.onnxruntime:OnnxRuntimeBackend",
+    "remote": "suite.backends.remote:RemoteBackend",
     "simulated": "suite.backends.simulated:SimulatedBackend",
     "torch": "suite.backends.pytorch:TorchBackend",
     "tensorrt": "suite.backends.trt:TensorRTBackend",

@@ -1,0 +1,374 @@
+"""The remote backend: the model runs on serving engines over the Open Inference Protocol.
+
+Each ``predict`` sends the batch (in pieces of at most the model's max batch size) to
+one of ``endpoints`` (one URL per replica: ``grpc://host:port`` or ``http://host:port``)
+through ``tritonclient`` and returns the output as numpy, shaped like the card's.
+
+* **Transport**: ``grpc://`` speaks gRPC with raw tensor contents; ``http://`` speaks
+  REST, with the binary tensor extension where the server lists ``binary_tensor_data``
+  in its ``/v2`` metadata (Triton) and JSON where it does not (MLServer 1.7 refuses
+  binary inputs). ``protocol`` overrides the choice.
+* **Fan-out**: a request goes to the endpoint with the fewest requests outstanding
+  (ties in turn), never above ``max_outstanding`` per endpoint; callers wait for a slot.
+* **Checks before LoadGen** (``load``): every endpoint must be live and its model
+  ready; the model's name, version, input and output must match the card
+  (``remote_check``), and one probe request must come back with the card's output.
+* **Failures**: a refused connection, a timeout (``timeout_s``), a server error (HTTP
+  status or gRPC code) or a wrong output shape raise ``BackendError`` naming the
+  endpoint; the SUT then completes every outstanding sample and fails the run.
+* **Record**: ``BackendInfo`` carries what each server says about itself (name,
+  version, extensions), the model's metadata and the transport, and marks the run as
+  a network-division SUT (``details["division"] = "network"``).
+
+The sync ``tritonclient`` clients release the GIL while waiting, so the SUT's worker
+threads overlap requests; the ``processes`` worker model runs one client per process.
+The REST client (gevent based) is not shared between threads: one per thread.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import importlib.util
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+import numpy as np
+from pydantic import Field, field_validator, model_validator
+
+from ..errors import BackendError
+from .base import BackendBase, BackendInfo, BackendOptions
+from .remote_check import (
+    V2_DATATYPES,
+    RemoteModel,
+    check_model,
+    grpc_metadata_parameters,
+    max_batch_from,
+)
+
+if TYPE_CHECKING:
+    from ..models import ModelCard
+    from ..types import Batch, Outputs
+
+Protocol = Literal["auto", "grpc", "rest-binary", "rest-json"]
+_ENDPOINT_HINT = ("start the server (`suite serve` prints the endpoints) or fix "
+                  "backend.remote.endpoints")
+
+
+class RemoteOptions(BackendOptions):
+    """``[backend.remote]`` options."""
+
+    endpoints: tuple[str, ...] = Field(
+        default=("grpc://127.0.0.1:8081",), min_length=1,
+        description="one URL per replica: 'grpc://host:port' or 'http://host:port'")
+    protocol: Protocol = Field(
+        default="auto", description="auto: gRPC for grpc:// URLs; for http:// URLs REST with "
+        "binary tensors where the server lists binary_tensor_data, else REST JSON")
+    model_name: str = Field(default="", description="the served model's name "
+                            "(default: the benchmark's, e.g. 'digits')")
+    model_version: str = Field(default="", description="the served version (default: any)")
+    timeout_s: float = Field(default=10.0, gt=0, le=3600,
+                             description="one request's time limit, seconds")
+    max_outstanding: int = Field(default=8, ge=1, le=1024,
+                                 description="requests in flight per endpoint at most")
+    max_batch_size: int = Field(default=0, ge=0, le=65536, description="largest request; "
+                                "0: the model's limit as the server reports it")
+
+    @field_validator("endpoints")
+    @classmethod
+    def _urls(cls, endpoints: tuple[str, ...]) -> tuple[str, ...]:
+        for url in endpoints:
+            parts = urlsplit(url)
+            if parts.scheme not in ("grpc", "http") or not parts.hostname or not parts.port:
+                raise ValueError(f"endpoint {url!r}: expected 'grpc://host:port' or "
+                                 "'http://host:port'")
+        if len(set(endpoints)) != len(endpoints):
+            raise ValueError("an endpoint is listed twice")
+        return endpoints
+
+    @model_validator(mode="after")
+    def _protocol_fits(self) -> RemoteOptions:
+        scheme = {"grpc": "grpc", "rest-binary": "http", "rest-json": "http"}.get(self.protocol)
+        wrong = [url for url in self.endpoints if scheme and urlsplit(url).scheme != scheme]
+        if wrong:
+            raise ValueError(f"protocol = {self.protocol!r} needs {scheme}:// endpoints, "
+                             f"not {wrong}")
+        return self
+
+
+def _error(url: str, exc: BaseException, timeout_s: float) -> BackendError:
+    """One line for any client failure, naming the endpoint and what went wrong."""
+    status = getattr(exc, "status", None)
+    code = str(status() if callable(status) else "") or ""
+    text = exc.message() if hasattr(exc, "message") else str(exc)  # InferenceServerException
+    if "DEADLINE_EXCEEDED" in code or "Deadline" in str(text) or type(exc).__name__ in (
+            "Timeout", "TimeoutError", "timeout"):
+        return BackendError(f"endpoint {url}: request timed out after {timeout_s:g} s",
+                            hint="raise backend.remote.timeout_s, or look at the server")
+    if "UNAVAILABLE" in code or isinstance(exc, OSError):
+        return BackendError(f"endpoint {url} is unreachable: {text or type(exc).__name__}",
+                            hint=_ENDPOINT_HINT)
+    shown = f" ({code})" if code and code != "None" else ""
+    return BackendError(f"endpoint {url}: server error{shown}: {text}",
+                        hint="see the server's log")
+
+
+def _client_module(grpc: bool) -> Any:
+    """``tritonclient.grpc`` or ``tritonclient.http``, imported on first use (untyped)."""
+    return importlib.import_module("tritonclient.grpc" if grpc else "tritonclient.http")
+
+
+@functools.cache
+def _client_errors() -> tuple[type[BaseException], ...]:
+    """What a tritonclient call raises when the endpoint fails: the client's own error,
+    socket errors, and gevent's ``Timeout`` (a ``BaseException``) from the REST client."""
+    errors: list[type[BaseException]] = [
+        importlib.import_module("tritonclient.utils").InferenceServerException, OSError]
+    if importlib.util.find_spec("gevent") is not None:
+        errors.append(importlib.import_module("gevent").Timeout)
+    return tuple(errors)
+
+
+#: Metadata calls whose gRPC form returns protobuf unless asked for JSON.
+_JSON_METHODS = frozenset({"get_server_metadata", "get_model_metadata", "get_model_config"})
+
+
+class _Transport:
+    """One endpoint: metadata calls and inference through one tritonclient module."""
+
+    def __init__(self, url: str, protocol: str, options: RemoteOptions) -> None:
+        self.url = url
+        self.protocol = protocol  # "grpc", "rest-binary", "rest-json" (auto decided later)
+        self.timeout_s = options.timeout_s
+        self.address = urlsplit(url).netloc
+        self.concurrency = options.max_outstanding
+        self._local = threading.local()
+        self._shared: Any = None
+        self.model = ""
+        self.version = ""
+        self.input = ""
+        self.output = ""
+        self.datatype = ""
+
+    @property
+    def grpc(self) -> bool:
+        return self.protocol == "grpc"
+
+    def client(self) -> Any:
+        if self.grpc:
+            if self._shared is None:  # one channel per endpoint: HTTP/2 multiplexes
+                self._shared = _client_module(True).InferenceServerClient(self.address)
+            return self._shared
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = _client_module(False).InferenceServerClient(
+                self.address, connection_timeout=self.timeout_s,
+                network_timeout=self.timeout_s)
+        return client
+
+    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if self.grpc:
+            if method in _JSON_METHODS:
+                kwargs.setdefault("as_json", True)
+            kwargs.setdefault("client_timeout", self.timeout_s)
+        try:
+            return getattr(self.client(), method)(*args, **kwargs)
+        except _client_errors() as exc:
+            raise _error(self.url, exc, self.timeout_s) from exc
+
+    def infer(self, batch: Batch) -> Outputs:
+        binary = self.protocol != "rest-json"
+        module = _client_module(self.grpc)
+        tensor = module.InferInput(self.input, list(batch.shape), self.datatype)
+        wanted = module.InferRequestedOutput(self.output, **({} if self.grpc else
+                                                             {"binary_data": binary}))
+        if self.grpc:
+            tensor.set_data_from_numpy(batch)
+            result = self.call("infer", self.model, [tensor], model_version=self.version,
+                               outputs=[wanted])
+        else:
+            tensor.set_data_from_numpy(batch, binary_data=binary)
+            # MLServer refuses a JSON body sent without its content type.
+            headers = None if binary else {"Content-Type": "application/json"}
+            result = self.call("infer", self.model, [tensor], model_version=self.version,
+                               outputs=[wanted], headers=headers)
+        outputs = result.as_numpy(self.output)
+        if outputs is None:
+            raise BackendError(f"endpoint {self.url}: the response has no output "
+                               f"{self.output!r}", hint="see the server's log")
+        return outputs  # type: ignore[no-any-return]
+
+
+class _Balancer:
+    """Least-outstanding choice among endpoints with a per-endpoint limit."""
+
+    def __init__(self, count: int, limit: int, wait_s: float) -> None:
+        self.limit = limit
+        self.wait_s = wait_s
+        self.outstanding = [0] * count
+        self.requests = [0] * count
+        self.samples = [0] * count
+        self._next = 0
+        self._cond = threading.Condition()
+
+    def acquire(self) -> int:
+        deadline = time.monotonic() + self.wait_s
+        with self._cond:
+            while True:
+                count = len(self.outstanding)
+                order = [(self._next + k) % count for k in range(count)]
+                free = [i for i in order if self.outstanding[i] < self.limit]
+                if free:
+                    chosen = min(free, key=self.outstanding.__getitem__)
+                    self.outstanding[chosen] += 1
+                    self._next = (chosen + 1) % count
+                    return chosen
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise BackendError(f"no endpoint had a free request slot within "
+                                       f"{self.wait_s:g} s (backend.remote.max_outstanding)")
+                self._cond.wait(left)
+
+    def release(self, index: int, samples: int) -> None:
+        with self._cond:
+            self.outstanding[index] -= 1
+            self.requests[index] += 1
+            self.samples[index] += samples
+            self._cond.notify()
+
+
+class RemoteBackend(BackendBase):
+    """Sends batches to Open Inference Protocol servers; see the module docstring."""
+
+    name = "remote"
+    Options = RemoteOptions
+    requires = (("tritonclient.grpc", "tritonclient[grpc,http]"), ("grpc", "grpcio"),
+                ("geventhttpclient", "geventhttpclient"))
+    extra = "remote"
+
+    def __init__(self, options: BackendOptions | None = None) -> None:
+        super().__init__(options)
+        assert isinstance(self.options, RemoteOptions)
+        self.opts: RemoteOptions = self.options
+        self.transports: list[_Transport] = []
+        self.balancer = _Balancer(len(self.opts.endpoints), self.opts.max_outstanding,
+                                  2 * self.opts.timeout_s)
+        self.max_request = 0
+        self._sample_shape: tuple[int, ...] = ()
+        self._dtype = np.dtype("float32")
+
+    def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
+        opts = self.opts
+        model = opts.model_name or card.name
+        servers: list[str] = []
+        details: dict[str, str] = {"division": "network", "endpoints": ",".join(opts.endpoints),
+                                   "model_name": model, "timeout_s": f"{opts.timeout_s:g}",
+                                   "max_outstanding": str(opts.max_outstanding)}
+        limits: list[tuple[int, str]] = []
+        for number, url in enumerate(opts.endpoints):
+            scheme = urlsplit(url).scheme
+            transport = _Transport(url, "grpc" if scheme == "grpc" else opts.protocol, opts)
+            if not transport.call("is_server_live"):
+                raise BackendError(f"endpoint {url} is up but not live", hint=_ENDPOINT_HINT)
+            server = transport.call("get_server_metadata")
+            extensions = [str(e) for e in server.get("extensions", []) or []]
+            if transport.protocol == "auto":
+                transport.protocol = ("rest-binary" if "binary_tensor_data" in extensions
+                                      else "rest-json")
+            if not transport.call("is_model_ready", model, opts.model_version):
+                raise BackendError(f"endpoint {url}: model {model!r} is not ready",
+                                   hint=_ENDPOINT_HINT)
+            remote = self._metadata(transport, model)
+            check_model(remote, card, model, opts.model_version, f"endpoint {url}")
+            limits.append(max_batch_from(self._model_config(transport, model), remote))
+            transport.model, transport.version = model, opts.model_version
+            transport.input, transport.output = card.input.name, card.output.name
+            transport.datatype = V2_DATATYPES[card.input.dtype]
+            self.transports.append(transport)
+            servers.append(f"{server.get('name', '?')} {server.get('version', '?')}")
+            details[f"endpoint{number}"] = (
+                f"{url} {transport.protocol} server={servers[-1]} "
+                f"extensions={'+'.join(extensions) or '-'} versions="
+                f"{'+'.join(remote.versions) or '-'} platform={remote.platform or '-'}")
+        said = [limit for limit, _ in limits if limit > 0]
+        self.max_request = opts.max_batch_size or (min(said) if said else max_batch_size)
+        details["max_request_batch"] = str(self.max_request)
+        details["max_request_batch_from"] = ("backend.remote.max_batch_size" if
+                                             opts.max_batch_size else limits[0][1])
+        self._sample_shape = card.output.sample_shape
+        self._dtype = np.dtype(card.input.dtype)
+        self._probe(card)
+        client = importlib.metadata.version("tritonclient")
+        details["client"] = f"tritonclient {client}"
+        return BackendInfo(name=self.name, version=" / ".join(sorted(set(servers))),
+                           device=f"network ({len(opts.endpoints)} endpoint"
+                           f"{'s' if len(opts.endpoints) > 1 else ''})", details=details)
+
+    def _metadata(self, transport: _Transport, model: str) -> RemoteModel:
+        """The model's metadata as JSON; over gRPC with the ``parameters`` map too."""
+        if not transport.grpc:
+            return RemoteModel.parse(transport.call("get_model_metadata", model,
+                                                    self.opts.model_version))
+        message = transport.call("get_model_metadata", model, self.opts.model_version,
+                                 as_json=False)
+        as_json = importlib.import_module("google.protobuf.json_format").MessageToDict(
+            message, preserving_proto_field_name=True)
+        as_json["parameters"] = grpc_metadata_parameters(message.SerializeToString())
+        return RemoteModel.parse(as_json)
+
+    @staticmethod
+    def _model_config(transport: _Transport, model: str) -> dict[str, Any] | None:
+        """Triton's model config (it holds ``max_batch_size``); ``None`` where the server
+        has no such call (MLServer answers 404 or UNIMPLEMENTED)."""
+        try:
+            config: dict[str, Any] = transport.call("get_model_config", model)
+        except BackendError:
+            return None
+        return config
+
+    def _probe(self, card: ModelCard) -> None:
+        """One request per endpoint before LoadGen: the card's output must come back."""
+        shape = tuple(1 if d < 0 else d for d in card.input.shape)
+        zeros = np.zeros(shape, dtype=self._dtype)
+        for transport in self.transports:
+            self._checked(transport, transport.infer(zeros), 1)
+
+    def _checked(self, transport: _Transport, outputs: Outputs, n: int) -> Outputs:
+        want = self._sample_shape
+        if outputs.shape[:1] != (n,) or len(outputs.shape) != len(want) + 1 or any(
+                w >= 0 and h != w for h, w in zip(outputs.shape[1:], want, strict=False)):
+            shown = ", ".join([str(n), *("?" if d < 0 else str(d) for d in want)])
+            raise BackendError(f"endpoint {transport.url} returned output {transport.output!r} "
+                               f"of shape {tuple(outputs.shape)}, the model card expects "
+                               f"({shown})", hint="the served model is not the card's model")
+        return outputs
+
+    def _send(self, batch: Batch) -> Outputs:
+        index = self.balancer.acquire()
+        transport = self.transports[index]
+        try:
+            return self._checked(transport, transport.infer(batch), len(batch))
+        finally:
+            self.balancer.release(index, len(batch))
+
+    def predict(self, batch: Batch) -> Outputs:
+        step = self.max_request
+        if len(batch) <= step:
+            return self._send(batch)
+        return np.concatenate([self._send(batch[i:i + step])
+                               for i in range(0, len(batch), step)])
+
+    def endpoint_stats(self) -> list[dict[str, Any]]:
+        """Requests and samples each endpoint served so far (for tests and benchmarks)."""
+        return [{"endpoint": t.url, "protocol": t.protocol, "requests": r, "samples": s}
+                for t, r, s in zip(self.transports, self.balancer.requests,
+                                   self.balancer.samples, strict=True)]
+
+    def close(self) -> None:
+        for transport in self.transports:
+            if transport._shared is not None:
+                transport._shared.close()
+        self.transports = []
