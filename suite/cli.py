@@ -176,11 +176,13 @@ def _request(benchmark: str, scenario: str, backend: str, mode: str, round_name:
 @click.option("--compliance", metavar="TESTxx", help="run a compliance test (TEST01, TEST04)")
 @click.option("--reference", type=click.Path(path_type=Path),
               help="compliance: the reference run directory (default: newest matching)")
+@click.option("--force", is_flag=True,
+              help="run even when the pre-flight predicts a test longer than 7 days")
 def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_name: str,
                 quick: bool, config_file: Path | None, sets: tuple[str, ...], system: str | None,
                 runs_dir: Path | None, target_qps: float | None, expected_qps: float | None,
                 batch_size: int | None, workers: int | None, compliance: str | None,
-                reference: Path | None) -> int:
+                reference: Path | None, force: bool) -> int:
     """Run one benchmark scenario through LoadGen."""
     flags = {
         "loadgen.target_qps": (target_qps, "--target-qps"),
@@ -191,16 +193,19 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
     request = _request(benchmark, scenario, backend, mode, round_name, quick, config_file,
                        list(sets), runs_dir, flags)
     request.compliance, request.reference, request.system = compliance, reference, system
+    request.force = force
     return _run_requests([request])
 
 
 @app.command("demo")
 @click.option("--backend", default="onnxruntime", show_default=True)
 @click.option("--runs-dir", type=click.Path(path_type=Path), help="default: runs/")
-def demo_command(backend: str, runs_dir: Path | None) -> int:
-    """digits on all four scenarios, performance then accuracy, quick durations."""
+@click.option("--quick/--full", default=True, show_default=True,
+              help="quick durations (not submittable), or the round's official ones")
+def demo_command(backend: str, runs_dir: Path | None, quick: bool) -> int:
+    """digits on all four scenarios, performance then accuracy."""
     requests = [
-        _request("digits", scenario, backend, "all", DEFAULT_ROUND, True, None, None, runs_dir,
+        _request("digits", scenario, backend, "all", DEFAULT_ROUND, quick, None, None, runs_dir,
                  {})
         for scenario in ("singlestream", "multistream", "server", "offline")
     ]

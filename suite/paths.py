@@ -1,8 +1,23 @@
-"""Where the suite's data directories live.
+"""Where the suite's data and the user's state live; read here and nowhere else.
 
-The data (``run_rules/``, ``scenarios/``, ``reference_models/``) sits at the top of
-the repository, beside the ``suite`` package. ``SUITE_HOME`` points elsewhere (for
-an installed, non-editable copy); it is read here and nowhere else.
+The data (``run_rules/``, ``scenarios/``, ``reference_models/``) is read only. It is
+found, first match wins:
+
+1. ``home`` passed to ``find_paths``, or ``$SUITE_HOME``: a *project* directory. Its
+   ``runs/``, ``submissions/``, ``cache/`` and ``scenarios/systems/`` hold the state,
+   since the user owns that directory.
+2. the installed wheel: ``suite/_data/`` inside the package (the build maps the
+   repository's top-level folders there, see ``pyproject.toml``). Nothing is ever
+   written there: runs and submissions go under the user's data directory, the
+   preprocessing cache under the user's cache directory, tuned settings under the
+   user's config directory (``platformdirs``: ``~/.local/share/infersuite``,
+   ``~/.cache/infersuite``, ``~/.config/infersuite`` on Linux; ``XDG_*`` move them).
+3. the checkout the package sits in (``pip install -e .``). ``runs/``, ``submissions/``
+   and ``cache/`` stay in the checkout (all three are git-ignored); tuned settings go to
+   the user's config directory, so ``suite tune`` leaves the tracked tree clean.
+
+A ``--runs-dir``/``--out-dir`` option, or ``runs_dir``/``data.cache_dir`` in the config,
+moves each of them per call.
 """
 
 from __future__ import annotations
@@ -13,12 +28,23 @@ from pathlib import Path
 
 from .errors import ConfigError
 
+APP = "infersuite"
+PACKAGE_DATA = Path(__file__).resolve().parent / "_data"
+CHECKOUT = Path(__file__).resolve().parent.parent
+
 
 @dataclass(frozen=True)
 class Paths:
-    """The data and output directories of one suite checkout."""
+    """The data directories of one suite installation and where its state goes."""
 
     home: Path
+    runs: Path
+    submissions: Path
+    cache: Path
+    #: where ``suite tune`` writes, and ``suite run`` reads, tuned settings
+    systems: Path
+    #: how the data was found: "project", "installed" or "checkout"
+    layout: str = "project"
 
     @property
     def run_rules(self) -> Path:
@@ -32,31 +58,69 @@ class Paths:
     def reference_models(self) -> Path:
         return self.home / "reference_models"
 
-    @property
-    def runs(self) -> Path:
-        return self.home / "runs"
+    def label(self, path: Path) -> str:
+        """``path`` relative to the data home when it lies there (provenance), else absolute."""
+        try:
+            return str(path.relative_to(self.home))
+        except ValueError:
+            return str(path)
 
-    @property
-    def submissions(self) -> Path:
-        return self.home / "submissions"
+
+def project_paths(home: Path) -> Paths:
+    """A project directory: data and state side by side (``SUITE_HOME``, a test's copy)."""
+    return Paths(home, home / "runs", home / "submissions", home / "cache",
+                 home / "scenarios" / "systems", "project")
+
+
+def _user_dirs() -> tuple[Path, Path, Path]:
+    # Lazy: only an installed or checkout layout needs it, and `suite --help` stays fast.
+    import platformdirs
+
+    return (Path(platformdirs.user_data_dir(APP, appauthor=False)),
+            Path(platformdirs.user_cache_dir(APP, appauthor=False)),
+            Path(platformdirs.user_config_dir(APP, appauthor=False)))
+
+
+def installed_paths(data: Path = PACKAGE_DATA) -> Paths:
+    """The wheel's read-only data; every piece of state under the user's directories."""
+    user_data, user_cache, user_config = _user_dirs()
+    return Paths(data, user_data / "runs", user_data / "submissions", user_cache,
+                 user_config / "systems", "installed")
+
+
+def checkout_paths(home: Path = CHECKOUT) -> Paths:
+    """A source checkout: git-ignored state in it, tuned settings under the user's config."""
+    _, _, user_config = _user_dirs()
+    return Paths(home, home / "runs", home / "submissions", home / "cache",
+                 user_config / "systems", "checkout")
 
 
 def find_paths(home: Path | None = None) -> Paths:
-    """Locate the data directories: ``home``, else ``$SUITE_HOME``, else the checkout.
+    """Locate the data directories and the state: see the module docstring for the order.
 
     Example::
 
         paths = find_paths()
         rules_file = paths.run_rules / "v6.1.toml"
     """
-    if home is None:
-        env = os.environ.get("SUITE_HOME")
-        home = Path(env) if env else Path(__file__).resolve().parent.parent
-    home = home.resolve()
+    if home is None and (env := os.environ.get("SUITE_HOME")):
+        home = Path(env)
+    if home is not None:
+        home = home.expanduser().resolve()
+        if home == PACKAGE_DATA:  # the child of an installed suite passes its home back
+            return installed_paths(home)
+        if home == CHECKOUT:
+            return checkout_paths(home)
+        _require(home, "set SUITE_HOME to a directory that holds run_rules/, scenarios/ "
+                 "and reference_models/ (or unset it to use the installed data)")
+        return project_paths(home)
+    if (PACKAGE_DATA / "run_rules").is_dir():
+        return installed_paths()
+    _require(CHECKOUT, "reinstall infersuite (its wheel carries the data), or set SUITE_HOME "
+             "to a checkout that holds run_rules/, scenarios/ and reference_models/")
+    return checkout_paths()
+
+
+def _require(home: Path, hint: str) -> None:
     if not (home / "run_rules").is_dir():
-        raise ConfigError(
-            f"no run_rules/ directory under {home}",
-            hint="set SUITE_HOME to the infersuite checkout that holds run_rules/, "
-            "scenarios/ and reference_models/",
-        )
-    return Paths(home)
+        raise ConfigError(f"no run_rules/ directory under {home}", hint=hint)

@@ -42,9 +42,10 @@ def print_lint(report: Any, console: Any, *, table: bool) -> None:
 @click.option("--quick", is_flag=True)
 @click.option("--config", "config_file", type=click.Path(path_type=Path))
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
+@click.option("--force", is_flag=True, help="lint a run predicted longer than 7 days as a warning")
 def lint_command(benchmark: str, scenario: str, backend: str, mode: str,
                  round_name: str | None, quick: bool, config_file: Path | None,
-                 sets: tuple[str, ...]) -> int:
+                 sets: tuple[str, ...], force: bool) -> int:
     """Lint a run's configuration without running it: keys, units, ignored and fixed values."""
     from rich.console import Console
 
@@ -55,7 +56,7 @@ def lint_command(benchmark: str, scenario: str, backend: str, mode: str,
 
     request = ConfigRequest(benchmark=benchmark, scenario=scenario, backend=backend, mode=mode,
                             round=round_name or DEFAULT_ROUND, quick=quick,
-                            config_file=config_file, sets=list(sets))
+                            config_file=config_file, sets=list(sets), force=force)
     report = lint(request, find_paths())
     print_lint(report, Console(width=160), table=True)
     return 1 if report.errors else 0
