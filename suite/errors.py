@@ -10,7 +10,19 @@ and maps it to exit code 1; nothing below ``cli`` calls ``sys.exit``.
     ├── DatasetError         dataset missing or malformed
     ├── BackendUnavailable   the backend's packages or hardware are missing
     ├── BackendError         a backend failed to load or predict
-    └── RunFailed            a LoadGen test started but did not finish cleanly
+    ├── RunFailed            a LoadGen test started but did not finish cleanly
+    ├── TuneFailed           ``suite tune`` found no VALID setting, or a probe failed
+    ├── BundleError          a bundle or its envelope is malformed or refused
+    │   └── EnvelopeError    (suite.bundle.dsse) also a ValueError
+    ├── KeyFileError         (suite.bundle.keys) a signing key is missing or unreadable
+    ├── PackageError         (suite.package_safety) a name, path or run cannot be packaged
+    ├── ServeError           (suite.serve.launcher) a model server did not come up
+    └── RoundError           (suite.checker.models, a ConfigError) unknown round
+
+Each error also says how the CLI ends: ``exit_code`` (1 for every error; 2 and 130 are
+verdicts and interruptions, not errors). ``tests/test_errors_tree.py`` walks the
+package and fails on any exception class, or ``raise`` of a builtin exception, outside
+this tree.
 """
 
 from __future__ import annotations
@@ -20,6 +32,9 @@ from pathlib import Path
 
 class SuiteError(Exception):
     """Base of every error the suite raises on purpose."""
+
+    #: the CLI's exit code for this error (see ``cli``)
+    exit_code = 1
 
     def __init__(self, message: str, *, hint: str = "") -> None:
         super().__init__(message)
@@ -56,3 +71,11 @@ class RunFailed(SuiteError):
     def __init__(self, message: str, *, run_dir: Path, hint: str = "") -> None:
         super().__init__(message, hint=hint)
         self.run_dir = run_dir
+
+
+class TuneFailed(SuiteError):
+    """``suite tune`` found no VALID setting, or one of its probe runs failed."""
+
+
+class BundleError(SuiteError):
+    """A bundle or its signed envelope is malformed, or a tree cannot be bundled."""

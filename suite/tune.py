@@ -37,10 +37,13 @@ import numpy as np
 from . import __version__, backends
 from .api import prepare, run
 from .config import ConfigRequest, default_system_name, tuned_settings_path
+from .errors import TuneFailed
 from .paths import Paths
 from .results import Status
 from .scenarios import Scenario
 from .sut import derive_max_wait_s
+
+_PROBES = "look at the probe runs under <runs>/tune-probes/ (their STATUS and logs)"
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ class Tuner:
         )
         stalled = bool(test.failures) and test.failures[0].get("kind") == "watchdog_timeout"
         if test.status is Status.INTERRUPTED or (test.status is Status.FAILED and not stalled):
-            raise RuntimeError(f"probe failed: {test.message} ({result.run_dir})")
+            raise TuneFailed(f"probe failed: {test.message} ({result.run_dir})", hint=_PROBES)
         if stalled:  # a stalled batch is a latency failure at this rate, not a dead end
             self.say(f"  probe stalled ({test.message}): counted as INVALID")
         self.cache.put(key, outcome)
@@ -166,7 +169,7 @@ class Tuner:
                 break
             # Too fast (the run ended early) or too slow: aim at the measured rate.
             expected = got.metric * 1.05
-        raise RuntimeError("could not find a VALID Offline probe; see the probe runs")
+        raise TuneFailed("could not find a VALID Offline probe", hint=_PROBES)
 
     def stream(self, scenario: str) -> float:
         config = prepare(self._request(scenario, {}), self.paths)[0]
@@ -183,7 +186,7 @@ class Tuner:
             if not got.mean_latency_ms:
                 break
             hint = got.mean_latency_ms * 0.8  # a little low: over-generating is harmless
-        raise RuntimeError(f"could not find a VALID {scenario} probe; see the probe runs")
+        raise TuneFailed(f"could not find a VALID {scenario} probe", hint=_PROBES)
 
     def server(self, offline_rate: float, batch_sizes: list[int], steps: int,
                counts: list[int] | None = None, models: list[str] | None = None,
@@ -216,8 +219,8 @@ class Tuner:
                 if lo > 0 and (best is None or lo > best[0]):
                     best = (lo, sets)
         if best is None:
-            raise RuntimeError("no Server probe was VALID; lower the batch sizes or check "
-                               "the backend's latency against the bound")
+            raise TuneFailed("no Server probe was VALID", hint="lower the batch sizes, or check "
+                             "the backend's latency against the bound")
         qps, sets = best
         capped = max_qps is not None and qps >= max_qps
         qps = self._confirm_server(round(qps, 1), sets, capped)
@@ -275,7 +278,7 @@ class Tuner:
                 return qps
             self.say(f"  confirming run at {qps:,.0f} QPS was INVALID: stepping down 10 %")
             qps = round(qps * 0.9, 1)
-        raise RuntimeError("the confirming Server runs stayed INVALID")
+        raise TuneFailed("the confirming Server runs stayed INVALID", hint=_PROBES)
 
     def _batch_latency_us(self, batch: int) -> float:
         config, _, card, _, _ = prepare(self._request("server", {}), self.paths)

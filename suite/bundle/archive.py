@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from ..errors import BundleError
 from ..models import sha256_file
 
 __all__ = ["ENVELOPE_NAME", "ArchiveContents", "read_archive", "sha256_file", "tree_files",
@@ -34,7 +35,8 @@ def tree_files(root: Path) -> dict[str, Path]:
     files: dict[str, Path] = {}
     for path in sorted(root.rglob("*")):
         if path.is_symlink():
-            raise ValueError(f"{path}: symlinks are not allowed in a bundle")
+            raise BundleError(f"{path}: symlinks are not allowed in a bundle",
+                               hint="replace the link with the file it points to")
         if path.is_file():
             files[path.relative_to(root).as_posix()] = path
     return files

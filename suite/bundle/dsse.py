@@ -16,13 +16,16 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ..errors import BundleError
 from .keys import key_id
 
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
 
-class EnvelopeError(ValueError):
-    """The envelope is malformed, unsigned by the pinned key, or of the wrong type."""
+class EnvelopeError(BundleError, ValueError):
+    """The envelope is malformed, unsigned by the pinned key, or of the wrong type.
+
+    Also a ``ValueError``: callers that parse a payload catch both in one clause."""
 
 
 def pae(payload_type: str, body: bytes) -> bytes:

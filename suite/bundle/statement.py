@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .dsse import EnvelopeError
+
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://infersuite.dev/attestation/bench-result/v1"
 
@@ -33,15 +35,15 @@ def canonical(value: Any) -> bytes:
 def subjects(payload: Any) -> dict[str, str]:
     """``{name: sha256}`` from a parsed, verified Statement; ``ValueError`` if malformed."""
     if not isinstance(payload, dict) or payload.get("_type") != STATEMENT_TYPE:
-        raise ValueError("the payload is not an in-toto Statement v1")
+        raise EnvelopeError("the payload is not an in-toto Statement v1")
     if payload.get("predicateType") != PREDICATE_TYPE:
-        raise ValueError(f"unexpected predicateType {payload.get('predicateType')!r}")
+        raise EnvelopeError(f"unexpected predicateType {payload.get('predicateType')!r}")
     result: dict[str, str] = {}
     for entry in payload.get("subject") or []:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            raise ValueError("a subject has no name")
+            raise EnvelopeError("a subject has no name")
         digest = entry.get("digest")
         if not isinstance(digest, dict) or not isinstance(digest.get("sha256"), str):
-            raise ValueError(f"subject {entry['name']} has no sha256 digest")
+            raise EnvelopeError(f"subject {entry['name']} has no sha256 digest")
         result[entry["name"]] = digest["sha256"]
     return result

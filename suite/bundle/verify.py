@@ -63,7 +63,7 @@ def verify_bundle(path: Path, public: Ed25519PublicKey) -> Verification:
         signed = subjects(payload)
         predicate = payload.get("predicate") or {}
         if not isinstance(predicate, dict):
-            raise ValueError("the predicate is not an object")
+            raise EnvelopeError("the predicate is not an object")
     except (ValueError, RecursionError) as exc:
         result.problems.append(f"{ENVELOPE_NAME}: signed payload unusable: {exc}")
         return result
