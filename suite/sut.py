@@ -107,19 +107,18 @@ class BatchCost:
                   rate: float = 0.0) -> int:
         """The largest Server batch to form, 1 to ``max_batch``.
 
-        A query waits for the next of ``workers`` staggered workers to free up (a
-        ``1 / workers`` share of a batch's time) and then runs in its own batch, so a
-        batch that takes more than ``workers / (workers + 1)`` of the bound puts its
-        queries at risk; a backlog must not grow batches past that: on an accelerator
-        whose full batch takes longer than the bound (ResNet-50 at 256 on one GPU, 25 ms
-        against 15) that growth turned a passing rate into seconds of queueing. But a
-        cap below what ``workers`` need to carry ``rate`` (with a quarter in reserve)
-        would starve the run outright, so the cap is never below that.
+        A query waits for a worker (up to one batch) and then runs in its own batch, so
+        a batch that takes more than half the bound puts its queries at risk, and a
+        backlog must not grow batches past that: on an accelerator whose full batch
+        takes longer than the bound (ResNet-50 at 256 on one GPU, 25 ms against 15)
+        that growth turned a passing rate into seconds of queueing, and larger batches
+        also queue longer for a shared device's compute. But a cap below what
+        ``workers`` need to carry ``rate`` (with a quarter in reserve) would starve the
+        run outright, so the cap is never below that.
         """
         if self.per_sample_s <= 0:
             return max_batch
-        share = workers / (workers + 1)
-        safe = int((bound_s * share - self.fixed_s) / self.per_sample_s)
+        safe = int((bound_s / 2 - self.fixed_s) / self.per_sample_s)
         needed = 0
         per_worker = 1.25 * rate / max(workers, 1)  # samples/s each worker must carry
         if per_worker > 0:

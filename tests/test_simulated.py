@@ -118,7 +118,7 @@ def test_buckets_are_powers_of_two_capped_at_the_max() -> None:
 def test_the_record_says_simulated_not_a_precision(digits_card: Any) -> None:
     info = SimulatedBackend(SimulatedOptions()).load(digits_card, 8)
     assert info.precision == "simulated" and "no model weights" in info.weight_transformations
-    assert info.details["peak_samples_per_s"] == "12500"
+    assert info.details["peak_samples_per_s"] == "12500" and info.details["streams"] == "4"
 
 
 # -- the Server batch cap ------------------------------------------------------------
@@ -132,10 +132,10 @@ def test_batch_cost_fits_the_fixed_and_per_sample_parts() -> None:
 
 def test_the_cap_keeps_batches_inside_the_bound_but_never_starves_the_rate() -> None:
     cost = BatchCost(4.5e-3, 0.08e-3)
-    # Two workers: a batch may take 2/3 of 15 ms, i.e. (10 - 4.5) / 0.08 = 68 samples.
-    assert cost.batch_cap(15e-3, 256, workers=2) == 68
-    # At 9,000 QPS each worker must carry 1.25 x 4.5 = 5.6 samples/ms: 46 do, 68 stays.
-    assert cost.batch_cap(15e-3, 256, workers=2, rate=9000) == 68
+    # A batch may take half of 15 ms: (7.5 - 4.5) / 0.08 = 37 samples.
+    assert cost.batch_cap(15e-3, 256, workers=2) == 37
+    # At 6,000 QPS each of two workers must carry 1.25 x 3 = 3.75 samples/ms: 24 do.
+    assert cost.batch_cap(15e-3, 256, workers=2, rate=6000) == 37
     # At 12,000 QPS, 7.5/ms each: n / (4.5 + 0.08 n) >= 7.5 needs n >= 84.4, so 85.
     assert cost.batch_cap(15e-3, 256, workers=2, rate=12000) == 85
     # A rate no batch size carries: as large as allowed.
