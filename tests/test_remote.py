@@ -1,0 +1,339 @@
+"""The remote backend against real MLServer processes on loopback ports.
+
+Two replicas serve digits for the module (started once, ~3 s); a third server is
+blocked (SIGSTOP) and then killed by the failure tests; a fourth serves a model whose
+output is not the card's. Every LoadGen run is the real CLI in a child process.
+
+Timing: VALID runs are marked ``timing`` (a shared 2-core box can push one query past
+the 10 ms Server bound); an INVALID attempt is repeated once before it counts.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from suite.backends import create
+from suite.datasets.digits import validation_split
+from suite.errors import BackendError, ConfigError
+from suite.models import load_card
+from suite.paths import find_paths
+from suite.results import RunResult
+
+from .conftest import REPO, cli_env, only_run_dir, run_cli
+from .remote_fixtures import MAX_BATCH, lying_server, missing, serving, signal_server
+
+if (reason := missing()) is not None:
+    pytest.skip(reason, allow_module_level=True)
+
+CARD = load_card(find_paths(), "digits")
+# Rates far below what two replicas sustain: the box is shared (CI, other tenants).
+SCENARIO_ARGS = {
+    "singlestream": [],
+    "multistream": [],
+    "server": ["--target-qps", "250", "--workers", "4"],
+    "offline": ["--expected-qps", "30000"],
+}
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with serving(CARD, 2, tmp_path_factory.mktemp("replicas")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def victim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A replica the failure tests block and kill."""
+    with serving(CARD, 1, tmp_path_factory.mktemp("victim")) as running:
+        yield running[0]
+
+
+def endpoints_set(urls: list[str]) -> list[str]:
+    return ["--set", "backend.remote.endpoints=" + json.dumps(urls)]
+
+
+def run_valid(runs_dir: Path, scenario: str, *args: str) -> RunResult:
+    """A performance run that must be VALID; an INVALID attempt is repeated once."""
+    for attempt in range(2):
+        out = runs_dir / f"attempt{attempt}"
+        proc = run_cli("run", "--benchmark", "digits", "--backend", "remote", "--scenario",
+                       scenario, "--quick", "--runs-dir", str(out), *args, timeout=180)
+        assert proc.returncode in (0, 2), proc.stdout + proc.stderr
+        if proc.returncode == 0:
+            return RunResult.load(only_run_dir(out) / "result.json")
+        print(proc.stdout[-3000:])
+    raise AssertionError(f"{scenario}: INVALID twice (see the tables above)")
+
+
+# -- every scenario VALID through LoadGen, gRPC and REST JSON --------------------------
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("scenario", list(SCENARIO_ARGS))
+@pytest.mark.parametrize("transport", ["grpc", "rest-json"])
+def test_every_scenario_valid(replicas: Any, runs_dir: Path, transport: str,
+                              scenario: str) -> None:
+    urls = [r.grpc_url if transport == "grpc" else r.http_url for r in replicas]
+    result = run_valid(runs_dir, scenario, *SCENARIO_ARGS[scenario], *endpoints_set(urls))
+    details = result.tests[0].backend["details"]
+    assert details["division"] == "network"
+    for number, url in enumerate(urls):
+        # The transport was chosen from the server's /v2 metadata: MLServer lists no
+        # binary_tensor_data, so http:// endpoints speak REST JSON.
+        assert details[f"endpoint{number}"].startswith(f"{url} {transport} server=mlserver ")
+    assert details["max_request_batch"] == str(MAX_BATCH)
+    assert result.tests[0].backend["version"].startswith("mlserver ")
+
+
+@pytest.mark.timing
+def test_server_with_worker_processes(replicas: Any, runs_dir: Path) -> None:
+    """sut.worker_model = "processes": each worker process loads its own client."""
+    result = run_valid(runs_dir, "server", *SCENARIO_ARGS["server"], "--set",
+                       'sut.worker_model="processes"',
+                       *endpoints_set([r.grpc_url for r in replicas]))
+    assert result.tests[0].backend["details"]["division"] == "network"
+
+
+def test_accuracy_equals_local_onnxruntime_sample_for_sample(replicas: Any,
+                                                             runs_dir: Path) -> None:
+    import onnxruntime as ort
+
+    proc = run_cli("run", "--benchmark", "digits", "--backend", "remote", "--mode",
+                   "accuracy", "--quick", "--runs-dir", str(runs_dir),
+                   *endpoints_set([r.grpc_url for r in replicas]), timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    log = next(only_run_dir(runs_dir).rglob("mlperf_log_accuracy.json"))
+    entries = json.loads(log.read_text())
+    images, _ = validation_split(CARD)
+    session = ort.InferenceSession(str(CARD.onnx_path), providers=["CPUExecutionProvider"])
+    local = session.run(None, {CARD.input.name: images})[0].argmax(axis=1)
+    assert len(entries) == len(images)
+    remote = {e["qsl_idx"]: int(np.frombuffer(bytes.fromhex(e["data"]), np.int32)[0])
+              for e in entries}
+    assert remote == {i: int(local[i]) for i in range(len(images))}
+
+
+def test_outputs_equal_local_onnxruntime_over_rest_json(replicas: Any) -> None:
+    import onnxruntime as ort
+
+    images, _ = validation_split(CARD)
+    session = ort.InferenceSession(str(CARD.onnx_path), providers=["CPUExecutionProvider"])
+    local = session.run(None, {CARD.input.name: images})[0]
+    backend = create("remote", {"endpoints": [r.http_url for r in replicas]})
+    backend.load(CARD, 256)
+    try:
+        got = np.concatenate([backend.predict(images[i:i + 256])
+                              for i in range(0, len(images), 256)])
+    finally:
+        backend.close()
+    assert got.dtype == np.float32 and got.shape == local.shape
+    np.testing.assert_allclose(got, local, rtol=0, atol=1e-5)
+
+
+# -- fan-out ------------------------------------------------------------------------
+
+
+def test_fan_out_uses_both_replicas(replicas: Any) -> None:
+    backend = create("remote", {"endpoints": [r.grpc_url for r in replicas],
+                                "max_outstanding": 2})
+    backend.load(CARD, 256)
+    images, _ = validation_split(CARD)
+    try:
+        threads = [threading.Thread(target=lambda: [backend.predict(images[:150])
+                                                    for _ in range(5)]) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        stats = backend.endpoint_stats()  # type: ignore[attr-defined]
+    finally:
+        backend.close()
+    # 150 samples split at the served model's max batch (64): 3 requests per predict.
+    assert sum(s["samples"] for s in stats) == 4 * 5 * 150
+    assert sum(s["requests"] for s in stats) == 4 * 5 * 3
+    assert all(s["requests"] > 0 for s in stats), stats
+
+
+# -- the model check ------------------------------------------------------------------
+
+
+def test_model_check_names_both_sides(tmp_path: Path) -> None:
+    with lying_server(CARD, tmp_path) as replica:
+        for url in (replica.grpc_url, replica.http_url):
+            backend = create("remote", {"endpoints": [url], "model_name": "digits7"})
+            with pytest.raises(BackendError) as caught:
+                backend.load(CARD, 64)
+            message = caught.value.message
+            assert f"endpoint {url}" in message
+            assert "remote 'logits' FP32 [-1, 7]" in message
+            assert "card 'logits' FP32 [-1, 10]" in message
+            # The model declares the card's output but returns 7 columns: the probe
+            # request before LoadGen catches it.
+            backend = create("remote", {"endpoints": [url]})
+            with pytest.raises(BackendError, match=r"returned output 'logits' of shape "
+                               r"\(1, 7\), the model card expects \(1, 10\)"):
+                backend.load(CARD, 64)
+
+
+@pytest.mark.parametrize(("kind", "says"), [
+    ("grpc", r": server error \(StatusCode.UNKNOWN\): .*Model nope with version  not found"),
+    ("http", ": model 'nope' is not ready"),
+])
+def test_unknown_model_is_refused(replicas: Any, kind: str, says: str) -> None:
+    """MLServer's gRPC readiness call raises for an unknown model; REST says not ready."""
+    url = getattr(replicas[0], f"{kind}_url")
+    backend = create("remote", {"endpoints": [url], "model_name": "nope"})
+    with pytest.raises(BackendError, match=f"endpoint {url}{says}"):
+        backend.load(CARD, 64)
+
+
+# -- failures -----------------------------------------------------------------------
+
+
+def test_endpoint_down_before_the_run_is_refused_before_loadgen(replicas: Any,
+                                                                runs_dir: Path) -> None:
+    from suite.serve.launcher import free_port
+
+    down = f"grpc://127.0.0.1:{free_port()}"
+    proc = run_cli("run", "--benchmark", "digits", "--backend", "remote", "--quick",
+                   "--runs-dir", str(runs_dir),
+                   *endpoints_set([replicas[0].grpc_url, down]), timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"endpoint {down} is unreachable" in proc.stderr
+    run_dir = only_run_dir(runs_dir)
+    assert not list(run_dir.rglob("mlperf_log_detail.txt")), "LoadGen must not have started"
+    assert RunResult.load(run_dir / "result.json").tests[0].status.value == "FAILED"
+
+
+@pytest.mark.parametrize("kind", ["grpc", "rest-json"])
+def test_server_error_is_named(replicas: Any, kind: str) -> None:
+    """A request above the served model's max batch: MLServer answers HTTP 400 / gRPC
+    INVALID_ARGUMENT, and the error names the endpoint and the status."""
+    url = replicas[0].grpc_url if kind == "grpc" else replicas[0].http_url
+    backend = create("remote", {"endpoints": [url], "max_batch_size": 2 * MAX_BATCH})
+    backend.load(CARD, 256)
+    try:
+        with pytest.raises(BackendError) as caught:
+            backend.predict(np.zeros((2 * MAX_BATCH, 1, 8, 8), np.float32))
+    finally:
+        backend.close()
+    message = caught.value.message
+    assert f"endpoint {url}: server error" in message
+    assert "exceeds max_batch_size 64" in message
+    assert ("INVALID_ARGUMENT" if kind == "grpc" else "400") in message
+
+
+def test_request_timeout_names_the_endpoint(victim: Any) -> None:
+    loaded = []
+    for url in (victim.grpc_url, victim.http_url):
+        backend = create("remote", {"endpoints": [url], "timeout_s": 0.5})
+        backend.load(CARD, 64)
+        loaded.append((url, backend))
+    signal_server(victim, signal.SIGSTOP)
+    try:
+        for url, backend in loaded:
+            start = time.monotonic()
+            with pytest.raises(BackendError, match=rf"endpoint {url}: request timed out "
+                               r"after 0.5 s"):
+                backend.predict(np.zeros((4, 1, 8, 8), np.float32))
+            assert time.monotonic() - start < 5.0  # bounded by the timeout, not hanging
+    finally:
+        signal_server(victim, signal.SIGCONT)
+        for _, backend in loaded:
+            backend.close()
+
+
+def test_endpoint_dying_mid_run_fails_the_run_and_names_it(victim: Any,
+                                                           runs_dir: Path) -> None:
+    command = [sys.executable, "-m", "suite", "run", "--benchmark", "digits", "--backend",
+               "remote", "--scenario", "server", "--quick", "--target-qps", "200",
+               "--runs-dir", str(runs_dir), "--set", "loadgen.min_duration_ms=30000",
+               *endpoints_set([victim.grpc_url])]
+    proc = subprocess.Popen(command, cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(runs_dir.rglob("mlperf_log_detail.txt")):
+            assert time.monotonic() < deadline and proc.poll() is None, "LoadGen never started"
+            time.sleep(0.1)
+        time.sleep(1.0)  # queries flowing
+        signal_server(victim, signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, stdout + stderr
+    assert f"endpoint {victim.grpc_url}" in stderr
+    run_dir = only_run_dir(runs_dir)
+    status = json.loads(next(run_dir.rglob("status.json")).read_text())
+    text = json.dumps(status)
+    assert victim.grpc_url in text and "backend_error" in text
+    assert RunResult.load(run_dir / "result.json").tests[0].status.value == "FAILED"
+
+
+# -- options and `suite serve` ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("options", "says"), [
+    ({"endpoints": ["https://127.0.0.1:1"]}, "expected 'grpc://host:port'"),
+    ({"endpoints": ["grpc://127.0.0.1"]}, "expected 'grpc://host:port'"),
+    ({"endpoints": ["grpc://127.0.0.1:1"], "protocol": "rest-json"}, "needs http://"),
+    ({"endpoints": ["grpc://a:1", "grpc://a:1"]}, "listed twice"),
+])
+def test_bad_options_are_refused(options: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        create("remote", options)
+
+
+def test_serve_writes_triton_repo_and_kserve_manifest(tmp_path: Path) -> None:
+    proc = run_cli("serve", "--write-triton-repo", str(tmp_path / "repo"),
+                   "--write-kserve-manifest", str(tmp_path / "isvc.yaml"),
+                   "--max-batch-size", "32", "--replicas", "3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    config = (tmp_path / "repo" / "digits" / "config.pbtxt").read_text()
+    assert 'platform: "onnxruntime_onnx"' in config and "max_batch_size: 32" in config
+    assert 'name: "input", data_type: TYPE_FP32, dims: [ 1, 8, 8 ]' in config
+    onnx = tmp_path / "repo" / "digits" / "1" / "model.onnx"
+    assert onnx.read_bytes() == CARD.onnx_path.read_bytes()
+    manifest = (tmp_path / "isvc.yaml").read_text()
+    assert "protocolVersion: v2" in manifest and "minReplicas: 3" in manifest
+
+
+def test_serve_prints_endpoints_that_answer(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "suite", "serve", "--replicas", "1",
+                             "--workdir", str(tmp_path)], cwd=REPO, env=cli_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line, "suite serve exited: " + "".join(lines)
+            lines.append(line)
+            if "Ctrl-C" in line:
+                break
+        url = next(w for line in lines for w in line.split() if w.startswith("grpc://"))
+        assert any("--backend remote" in line for line in lines)
+        backend = create("remote", {"endpoints": [url]})
+        info = backend.load(CARD, 64)
+        backend.close()
+        assert info.version.startswith("mlserver ")
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # The replica's process group is gone with it.
+    assert proc.returncode in (1, 130)
