@@ -58,6 +58,68 @@ class CheckerRules(_Strict):
     optional_scenarios: dict[str, list[Scenario]] = {}
 
 
+#: The scenario directory names a submission tree may use (the checker's spelling).
+TREE_SCENARIOS = ("SingleStream", "MultiStream", "Server", "Offline", "Interactive")
+
+
+class TokenBounds(_Strict):
+    """LLM token-latency bounds of one scenario, in ns (p99 must be strictly below)."""
+
+    ttft: int = Field(gt=0)
+    tpot: int = Field(gt=0)
+
+
+class ModelRules(_Strict):
+    """What the submission checker enforces for one model of the round (``[models.<name>]``,
+    the official ``MODEL_CONFIG`` facts). Scenario keys use the tree's spelling
+    (``TREE_SCENARIOS``); system-type keys are ``datacenter``, ``edge``, ``datacenter,edge``."""
+
+    dataset_size: int = Field(gt=0)
+    accuracy_sample_count: int | None = None
+    accuracy_sample_count_by_scenario: dict[str, int] = {}
+    performance_sample_count: int = Field(gt=0)
+    targets: dict[str, float]
+    upper_limits: dict[str, float] = {}
+    scenario_targets: dict[str, dict[str, float]] = {}
+    offline_min_samples_per_query: int | None = None
+    compliance_tests: list[str] = []
+    llm: bool = False
+    min_duration_exempt: bool = False
+    delta_percent: dict[str, float] = {}
+    min_queries: dict[str, int] = {}
+    latency_bound_ns: dict[str, int] = {}
+    token_latency_ns: dict[str, TokenBounds] = {}
+    required_scenarios: dict[str, list[str]] = {}
+    optional_scenarios: dict[str, list[str]] = {}
+    one_of_scenarios: dict[str, list[list[str]]] = {}
+    accuracy_extra_files: dict[str, list[str]] = {}
+
+    @field_validator("required_scenarios", "optional_scenarios")
+    @classmethod
+    def _known_scenarios(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        bad = sorted({s for names in value.values() for s in names} - set(TREE_SCENARIOS))
+        if bad:
+            raise ValueError(f"unknown scenario(s) {', '.join(bad)}")
+        return value
+
+    def accuracy_count(self, scenario: str | None) -> int:
+        """The sample count the accuracy log must report (A-4)."""
+        if scenario is not None and scenario in self.accuracy_sample_count_by_scenario:
+            return self.accuracy_sample_count_by_scenario[scenario]
+        return self.accuracy_sample_count or self.dataset_size
+
+    def targets_for(self, scenario: str | None) -> dict[str, float]:
+        if scenario is not None and scenario in self.scenario_targets:
+            return self.scenario_targets[scenario]
+        return self.targets
+
+    def delta_for(self, model: str, metric: str) -> float:
+        """TEST01 fallback: the allowed |1 - baseline/compliance| x 100."""
+        if metric in self.delta_percent:
+            return self.delta_percent[metric]
+        return 0.1 if "99.9" in model else 1.0
+
+
 class SubmissionRules(_Strict):
     """The round's submission-tree constants (``[submission]``): what ``suite check``
     and ``suite package`` read. Names follow the checker's ``constants.py``."""
@@ -77,6 +139,15 @@ class SubmissionRules(_Strict):
     accuracy_patterns: dict[str, str]
     compliance_files: dict[str, list[str]]
     paths: dict[str, str]
+    #: A benchmark directory name the checker maps to a model (``model_mapping``).
+    model_aliases: dict[str, str] = {}
+    #: Per test, the lines its verification file must hold; each entry lists the
+    #: accepted spellings of one line. A test not listed needs ``compliance_pass_marker``.
+    compliance_pass_lines: dict[str, list[list[str]]] = {}
+    #: TEST01's non-deterministic fallback: the exact file set of ``TEST01/accuracy/``.
+    test01_fallback_files: list[str] = []
+    #: A power result (``performance/power/`` exists): the files each dir must hold.
+    power_files: dict[str, list[str]] = {}
 
     @field_validator("paths")
     @classmethod
@@ -113,6 +184,8 @@ class RuleSet(_Strict):
     scenario_defaults: dict[Scenario, ScenarioRules]
     benchmarks: dict[str, BenchmarkRules]
     submission: SubmissionRules | None = None
+    #: Every model the round's checker knows, by official name (``suite check``).
+    models: dict[str, ModelRules] = {}
     source: Path = Path()
 
     def benchmark(self, name: str) -> BenchmarkRules:

@@ -18,7 +18,7 @@ from suite.rules import load_rules
 from tests import submission_fixtures as fx
 
 built = fx.built
-passing_tree = fx.passing_tree
+passing_tree = fx.passing_tree  # summaries of TESTxx runs are not needed: no pass asserted
 
 RULESET = load_rules(find_paths(), "v6.1")
 _JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
@@ -43,7 +43,9 @@ def test_check_never_raises(passing_tree: Path, index: int, content: bytes | Non
             target.write_bytes(content)
         report = check_path(passing_tree, RULESET)
         assert report.summary.results >= 1
-        if target.name == "mlperf_log_detail.txt" and content != original:
+        # digits requires TEST01 only: the fixture's TEST04 run is not part of the verdict
+        judged = "/TEST04/" not in target.as_posix()
+        if target.name == "mlperf_log_detail.txt" and content != original and judged:
             rel = target.relative_to(passing_tree).as_posix()
             errors = [f for r in report.results for f in r.findings
                       if f.severity == "error" and f.file == rel]

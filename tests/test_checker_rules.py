@@ -20,8 +20,20 @@ from tests.conftest import REPO, run_cli
 
 RESULTS = fx.RESULTS
 built = fx.built
-passing_tree = fx.passing_tree
 patch_log = fx.patch_log
+
+
+@pytest.fixture
+def passing_tree(built: fx.Built, tmp_path: Path) -> Path:
+    """``fx.passing_tree`` plus what the round's compliance file list now asks for:
+    each TESTxx/performance/run_1 holds the summary beside the detail log (checker C-4)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(built.tree, tree)
+    fx.make_passing(tree)
+    for summary in tree.glob(f"{RESULTS}/*/performance/run_1/mlperf_log_summary.txt"):
+        for test_run in summary.parents[2].glob("TEST0*/performance/run_1"):
+            shutil.copyfile(summary, test_run / summary.name)
+    return tree
 
 RULESET = load_rules(find_paths(), "v6.1")
 OFF, SRV = f"{RESULTS}/Offline", f"{RESULTS}/Server"
@@ -100,17 +112,22 @@ MUTATIONS: dict[str, tuple[Callable[[Path], None], str | None]] = {
     "ACC-DATASET": (_log(ACC, effective_accuracy_sample_count=100), OFF),
     "ACC-ERRORS": (lambda t: (t / ACC).open("a").write(
         ':::MLLOG {"key": "error_x", "value": "bad", "metadata": {"is_error": true}}\n'), OFF),
-    "COMP-DIR": (_delete(f"{SRV}/TEST04"), SRV),
+    "COMP-DIR": (_delete(f"{SRV}/TEST01"), SRV),
     "COMP-PASS": (_write(f"{OFF}/TEST01/verify_accuracy.txt", "TEST FAIL\n"), OFF),
 }
 
 
 #: Not a rule about a file: the checker's own failure (see the tests below).
 NOT_FILE_RULES = {RuleId.CHECK_INTERNAL}
+#: Rules of models digits is not (LLMs, SDXL, power results): test_checker_round_tree
+#: gives each a passing and a failing tree of the whole round.
+ROUND_TREE_RULES = {RuleId.PERF_TOKEN_LATENCIES, RuleId.PERF_TOKEN_BOUNDS,
+                    RuleId.ACC_EXTRA_FILES, RuleId.POWER_FILES, RuleId.POWER_LOGS,
+                    RuleId.TREE_MODEL}
 
 
 def test_every_rule_has_a_failing_example() -> None:
-    assert set(MUTATIONS) == set(RULES) - NOT_FILE_RULES
+    assert set(MUTATIONS) == set(RULES) - NOT_FILE_RULES - ROUND_TREE_RULES
 
 
 def test_passing_tree_passes_every_rule(passing_tree: Path) -> None:
@@ -118,7 +135,8 @@ def test_passing_tree_passes_every_rule(passing_tree: Path) -> None:
     assert [f for r in report.results for f in r.findings] == [] and report.findings == []
     assert report.passed and report.summary.results == 2
     # each rule ran and passed here
-    assert set(report.rules_evaluated) == set(RULES) - NOT_FILE_RULES
+    assert set(report.rules_evaluated) == set(RULES) - NOT_FILE_RULES - (
+        ROUND_TREE_RULES - {RuleId.TREE_MODEL})
 
 
 @pytest.mark.parametrize("rule_id", sorted(MUTATIONS))
@@ -137,12 +155,12 @@ def test_rule_fails_on_the_right_result(rule_id: str, passing_tree: Path) -> Non
 
 
 def test_compliance_performance_logs_obey_the_settings_rules(passing_tree: Path) -> None:
-    _log(f"{SRV}/TEST04/performance/run_1/mlperf_log_detail.txt",
+    _log(f"{SRV}/TEST01/performance/run_1/mlperf_log_detail.txt",
          effective_sample_index_rng_seed=5)(passing_tree)
     report = check_path(passing_tree, RULESET)
     hits = [f for r in report.results for f in r.findings if f.rule == "PERF-SEEDS"]
     assert [(h.result, h.file) for h in hits] == [
-        (SRV, f"{SRV}/TEST04/performance/run_1/mlperf_log_detail.txt")]
+        (SRV, f"{SRV}/TEST01/performance/run_1/mlperf_log_detail.txt")]
 
 
 def test_compat_official_reproduces_official_verdicts(passing_tree: Path) -> None:
@@ -150,6 +168,9 @@ def test_compat_official_reproduces_official_verdicts(passing_tree: Path) -> Non
         MUTATIONS[rule_id][0](passing_tree)
     assert not check_path(passing_tree, RULESET).passed
     assert check_path(passing_tree, RULESET, compat_official=True).passed
+    # --submission-exceptions makes the official checker read the perf-log errors (P-3)
+    assert not check_path(passing_tree, RULESET, compat_official=True,
+                          submission_exceptions=True).passed
 
 
 def test_json_report_validates_against_the_published_schema(passing_tree: Path) -> None:

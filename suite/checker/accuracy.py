@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from .context import ResultContext, as_int, log_problem, read_text
+from .context import ResultContext, as_int, counted_errors, log_problem, read_text
 from .findings import RuleId, Severity
 
 
@@ -25,20 +25,38 @@ def check_accuracy(ctx: ResultContext) -> float | None:
                         hint="copy the accuracy run's mlperf_log_detail.txt unchanged")
     if log is not None:
         with ctx.rule(RuleId.ACC_ERRORS, path) as run:
-            if run and log.errors:
-                ctx.add(RuleId.ACC_ERRORS, path, f"LoadGen logged {len(log.errors)} error(s)",
-                        expected="0 errors", found="; ".join(log.errors[:3]))
+            errors = counted_errors(ctx, log)
+            if run and errors:
+                ctx.add(RuleId.ACC_ERRORS, path, f"LoadGen logged {len(errors)} error(s)",
+                        expected="0 errors", found="; ".join(errors[:3]),
+                        hint="--submission-exceptions waives only the uncommitted-build error")
         with ctx.rule(RuleId.ACC_DATASET, path) as run:
-            if run and ctx.bench is not None:
+            if run and ctx.model is not None:
                 raw = log.get("effective_accuracy_sample_count",
                               log.get("qsl_reported_total_count"))
-                need = ctx.bench.dataset_size
+                need = ctx.model.accuracy_count(ctx.dir_scenario)
                 if as_int(raw) != need:
                     ctx.add(RuleId.ACC_DATASET, path, "the accuracy run does not cover the dataset",
                             expected=need, found=raw, hint="run --mode accuracy unchanged")
     if ctx.tree_mode:
         _truncated(ctx)
+        _extra_files(ctx)
     return _accuracy_txt(ctx)
+
+
+def _extra_files(ctx: ResultContext) -> None:
+    """A-5: the sample outputs (SDXL images, wan videos) the round names by id."""
+    if ctx.model is None or not ctx.model.accuracy_extra_files:
+        return
+    for folder, ids in ctx.model.accuracy_extra_files.items():
+        where = ctx.files.acc_txt.parent / folder
+        with ctx.rule(RuleId.ACC_EXTRA_FILES, where) as run:
+            if not run:
+                continue
+            stems = {p.stem for p in where.iterdir()} if where.is_dir() else set()
+            if missing := [i for i in ids if i not in stems]:
+                ctx.add(RuleId.ACC_EXTRA_FILES, where, f"accuracy/{folder} lacks samples",
+                        expected=", ".join(ids), found="missing: " + ", ".join(missing))
 
 
 def _truncated(ctx: ResultContext) -> None:
@@ -71,33 +89,37 @@ def _accuracy_txt(ctx: ResultContext) -> float | None:
             if hashes[0] != digest:
                 ctx.add(RuleId.ACC_HASH, path, "hash= does not match mlperf_log_accuracy.json",
                         expected=digest, found=hashes[0])
-    if ctx.bench is None:
+    model = ctx.model
+    if model is None:
         return None
-    value = _metric(ctx, lines)
+    targets = model.targets_for(ctx.dir_scenario)
+    values = {metric: _metric(ctx, metric, lines) for metric in targets}
+    first = next(iter(values.values()), None)
     with ctx.rule(RuleId.ACC_TARGET, path) as run:
         if not run:
-            return value
-        target = ctx.bench.accuracy_target
-        upper = ctx.bench.checker.accuracy_upper_limit
+            return first
         # Open division: recorded, never enforced (A-1); we say so as info.
         severity = None if ctx.closed_like else Severity.INFO
-        if value is None:
-            ctx.add(RuleId.ACC_TARGET, path,
-                    f"no {ctx.bench.accuracy_metric} value in accuracy.txt",
-                    expected=f">= {target}", found="missing" if text is None else "no match",
-                    severity=severity)
-        elif value < target:
-            ctx.add(RuleId.ACC_TARGET, path, f"{ctx.bench.accuracy_metric} below target",
-                    expected=f">= {target}", found=value, severity=severity)
-        elif upper is not None and value > upper:
-            ctx.add(RuleId.ACC_TARGET, path, f"{ctx.bench.accuracy_metric} above the upper limit",
-                    expected=f"<= {upper}", found=value, severity=severity)
-    return value
+        for metric, target in targets.items():
+            value = values[metric]
+            if value is None:
+                ctx.add(RuleId.ACC_TARGET, path, f"no {metric} value in accuracy.txt",
+                        expected=f">= {target}", found="missing" if text is None else "no match",
+                        severity=severity)
+            elif value < target:
+                ctx.add(RuleId.ACC_TARGET, path, f"{metric} below target",
+                        expected=f">= {target}", found=value, severity=severity)
+        for metric, upper in model.upper_limits.items():
+            value = values[metric] if metric in values else _metric(ctx, metric, lines)
+            if value is not None and value > upper:
+                ctx.add(RuleId.ACC_TARGET, path, f"{metric} above the upper limit",
+                        expected=f"<= {upper}", found=value, severity=severity)
+    return first
 
 
-def _metric(ctx: ResultContext, lines: list[str]) -> float | None:
-    assert ctx.bench is not None
-    pattern = ctx.sub.accuracy_patterns.get(ctx.bench.accuracy_metric)
+def _metric(ctx: ResultContext, metric: str, lines: list[str]) -> float | None:
+    """The first value ``ACC_PATTERN[metric]`` matches in ``lines`` (its last group)."""
+    pattern = ctx.sub.accuracy_patterns.get(metric)
     if pattern is None:
         return None
     for line in lines:
@@ -108,4 +130,3 @@ def _metric(ctx: ResultContext, lines: list[str]) -> float | None:
             except (ValueError, IndexError):
                 continue
     return None
-

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import SuiteError
 from ..logs import DetailLog, parse_detail_log
-from ..rules import BenchmarkRules, RuleSet, SubmissionRules
+from ..rules import ModelRules, RuleSet, SubmissionRules
 from ..scenarios import Scenario
 from .findings import RULES, Finding, RuleId, Severity
 
@@ -54,11 +54,18 @@ class ResultContext:
     rules: RuleSet
     sub: SubmissionRules
     benchmark: str
-    bench: BenchmarkRules | None
+    #: The official model the benchmark directory stands for, and its rules.
+    model_name: str
+    model: ModelRules | None
+    #: The LoadGen scenario that runs the result (Interactive runs as Server) ...
     scenario: Scenario | None
+    #: ... and the scenario directory's own spelling (``Interactive``, ``Offline``, ...).
+    dir_scenario: str | None = None
     division: str = "closed"
     tree_mode: bool = True
     strict: bool = True
+    #: ``--submission-exceptions``: LoadGen's uncommitted-build error is waived.
+    exceptions: bool = False
     findings: list[Finding] = field(default_factory=list)
     evaluated: set[str] = field(default_factory=set)
     _logs: dict[Path, tuple[DetailLog | None, str | None]] = field(default_factory=dict)
@@ -114,6 +121,17 @@ class ResultContext:
         """Why ``log(path)`` is ``None`` (missing, unreadable and why), else ``None``."""
         self.log(path)
         return self._logs[path][1]
+
+
+#: The one LoadGen error ``--submission-exceptions`` waives (loadgen/version.cc).
+UNCOMMITTED = "uncommitted changes"
+
+
+def counted_errors(ctx: ResultContext, log: DetailLog) -> list[str]:
+    """The log's LoadGen errors that count, after the exceptions the run was given."""
+    if not ctx.exceptions:
+        return list(log.errors)
+    return [e for e in log.errors if UNCOMMITTED not in e]
 
 
 def load_detail_log(path: Path) -> tuple[DetailLog | None, str | None]:

@@ -55,6 +55,12 @@ class RuleId(StrEnum):
     PERF_LATENCY_MEASURED = "PERF-LATENCY-MEASURED"
     PERF_VALIDITY = "PERF-VALIDITY"
     PERF_ERRORS = "PERF-ERRORS"
+    PERF_TOKEN_LATENCIES = "PERF-TOKEN-LATENCIES"
+    PERF_TOKEN_BOUNDS = "PERF-TOKEN-BOUNDS"
+    TREE_MODEL = "TREE-MODEL"
+    ACC_EXTRA_FILES = "ACC-EXTRA-FILES"
+    POWER_FILES = "POWER-FILES"
+    POWER_LOGS = "POWER-LOGS"
     ACC_LOG = "ACC-LOG"
     ACC_TARGET = "ACC-TARGET"
     ACC_HASH = "ACC-HASH"
@@ -125,8 +131,24 @@ RULES: dict[RuleId, Rule] = {rule.id: rule for rule in [
        "Submission rules (the official checker bounds only the target)", strict_only=True),
     _r("PERF-VALIDITY", "LoadGen's result_validity is VALID",
        "Submission rules (the official checker ignores result_validity)", strict_only=True),
-    _r("PERF-ERRORS", "no LoadGen error records in the performance log",
-       "P-3 (official only with --submission-exceptions)", strict_only=True),
+    _r("PERF-ERRORS", "no LoadGen error records in the performance log (the uncommitted-"
+       "build error is waived by --submission-exceptions)",
+       "P-3 (compat: checked only with --submission-exceptions, as the official checker)"),
+    _r("PERF-TOKEN-LATENCIES", "LLMs: requested_use_token_latencies is true in every scenario",
+       "P-11 llm_check"),
+    _r("PERF-TOKEN-BOUNDS", "LLMs, Server and Interactive: TTFT and TPOT p99 below the "
+       "directory scenario's bounds (compat: the logged scenario's, i.e. Server's)",
+       "P-11 llm_check; inference_rules.adoc LLM latency constraints"),
+    _r("TREE-MODEL", "the benchmark directory is a model of the round, directly, through "
+       "the round's aliases or (open) the submitter's model_mapping.json",
+       "Config.get_mlperf_model; loader model_mapping.json"),
+    _r("ACC-EXTRA-FILES", "stable-diffusion-xl/wan: the sample outputs the round lists",
+       "A-5 extra_files_check"),
+    _r("POWER-FILES", "a power result: performance/power, run_1 and ranging hold the listed "
+       "files", "W-1 PowerCheck required_files_check"),
+    _r("POWER-LOGS", "a power result: the ranging log is well-formed and of the same scenario; "
+       "the run logs power_begin/power_end; client/server JSON parse",
+       "W-2 (structure only; values are not judged)"),
     _r("ACC-LOG", "the accuracy detail log exists and is well-formed", "A-1 / F5"),
     _r("ACC-TARGET", "accuracy.txt metric >= target (and <= upper limit); closed/network",
        "A-1 accuracy_result_check"),

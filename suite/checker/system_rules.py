@@ -1,4 +1,4 @@
-"""System, measurement and compliance rules (``SYS-*``, ``MEAS-*``, ``COMP-*``).
+"""System and measurement rules (``SYS-*``, ``MEAS-*``).
 
 A system-level finding fails every result of that system, so these run per result
 with the (cached) parsed system JSON; the finding then names the result it fails.
@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .context import ResultContext, as_int, read_json, read_text
+from .context import ResultContext, as_int, read_json
 from .findings import RuleId
-from .performance import check_compliance_log
 
 
 def check_system(ctx: ResultContext, path: Path, data: Any, error: str | None,
@@ -110,37 +109,3 @@ def check_measurements(ctx: ResultContext) -> None:
                 ctx.add(RuleId.MEAS_FILES, path, f"{path.name} is missing or empty",
                         expected="a non-empty file",
                         found="empty" if path.is_file() else "missing")
-
-
-def check_compliance(ctx: ResultContext) -> None:
-    """``COMP-DIR`` and ``COMP-PASS``: closed and network only (open is skipped)."""
-    root = ctx.files.compliance_root
-    if root is None or not ctx.closed_like or ctx.bench is None:
-        return
-    marker = ctx.sub.compliance_pass_marker
-    for test in ctx.bench.compliance_tests:
-        test_dir = root / test
-        needed = ctx.sub.compliance_files.get(test, [])
-        with ctx.rule(RuleId.COMP_DIR, test_dir) as run:
-            if run:
-                missing = [name for name in needed if not (test_dir / name).is_file()]
-                if not test_dir.is_dir():
-                    ctx.add(RuleId.COMP_DIR, test_dir, f"compliance test {test} is missing",
-                            expected=f"{test}/ with {', '.join(needed)}", found="missing",
-                            hint=f"run the {test} audit and copy its output here")
-                    continue
-                if missing:
-                    ctx.add(RuleId.COMP_DIR, test_dir, f"{test} lacks files",
-                            expected=", ".join(needed), found="missing: " + ", ".join(missing))
-        for name in needed:
-            if name.endswith("mlperf_log_detail.txt"):
-                check_compliance_log(ctx, test_dir / name)
-            if not name.startswith("verify_"):
-                continue
-            path = test_dir / name
-            with ctx.rule(RuleId.COMP_PASS, path) as run:
-                text = read_text(path)
-                if run and text is not None and not any(
-                        line.strip() == marker or marker in line for line in text.splitlines()):
-                    ctx.add(RuleId.COMP_PASS, path, f"{test} verification did not pass",
-                            expected=marker, found=(text.strip().splitlines() or ["empty"])[-1])

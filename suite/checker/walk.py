@@ -10,6 +10,7 @@ one closed result with the run's own file layout. Nothing here raises on bad inp
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,15 @@ from .. import __version__
 from ..rules import RuleSet, SubmissionRules
 from ..scenarios import SPECS, Scenario
 from .accuracy import check_accuracy
+from .compliance import check_compliance, check_power
 from .context import ResultContext, ResultFiles, as_float, read_json
 from .findings import RULES, CheckReport, Finding, ResultReport, RuleId, Severity
+from .models import SCENARIO_DIRS, read_model_mapping, resolve_model
 from .performance import check_performance
-from .system_rules import check_compliance, check_measurements, check_system
+from .system_rules import check_measurements, check_system
 
 _ROOT_OK_SUFFIXES = (".md", ".pdf")
 _ROOT_OK_NAMES = ("attestation.dsse.json",)
-_SCENARIO_DIRS = {spec.loadgen_name.lower(): s for s, spec in SPECS.items()}
 
 
 class NotCheckable(ValueError):
@@ -35,8 +37,12 @@ def is_run_dir(path: Path) -> bool:
     return (path / "config.json").is_file() or (path / "result.json").is_file()
 
 
-def check_path(path: Path, rules: RuleSet, *, compat_official: bool = False) -> CheckReport:
-    """Check a run directory or a submission tree and return the finalized report."""
+def check_path(path: Path, rules: RuleSet, *, compat_official: bool = False,
+               submission_exceptions: bool = False) -> CheckReport:
+    """Check a run directory or a submission tree and return the finalized report.
+
+    ``submission_exceptions`` is the official ``--submission-exceptions``: LoadGen's
+    uncommitted-build error is waived; every other error still fails."""
     if rules.submission is None:
         raise NotCheckable(f"round {rules.round} has no [submission] table")
     if not path.is_dir():
@@ -44,11 +50,12 @@ def check_path(path: Path, rules: RuleSet, *, compat_official: bool = False) -> 
     kind = "run" if is_run_dir(path) else "tree"
     report = CheckReport(tool=f"infersuite {__version__}", round=rules.round, path=str(path),
                          kind=kind, compat_official=compat_official)
+    opts = _Options(compat_official, submission_exceptions)
     if kind == "run":
-        _check_run_dir(path, rules, rules.submission, report)
+        _check_run_dir(path, rules, rules.submission, report, opts)
     else:
         try:
-            _walk_tree(path, rules, rules.submission, report)
+            _walk_tree(path, rules, rules.submission, report, opts)
         except OSError as exc:  # unreadable directories: a finding, never a crash
             report.findings.append(Finding(
                 rule=RuleId.TREE_LAYOUT, severity=Severity.ERROR, result=None, file=str(path),
@@ -69,12 +76,19 @@ def _tree_finding(report: CheckReport, root: Path, path: Path, message: str,
     report.rules_evaluated.append(rule)
 
 
-def _walk_tree(root: Path, rules: RuleSet, sub: SubmissionRules, report: CheckReport) -> None:
+@dataclass(frozen=True)
+class _Options:
+    compat: bool
+    exceptions: bool
+
+
+def _walk_tree(root: Path, rules: RuleSet, sub: SubmissionRules, report: CheckReport,
+               opts: _Options) -> None:
     for entry in sorted(root.iterdir()):
         if entry.is_dir() and entry.name in sub.divisions:
             for sub_dir in sorted(entry.iterdir()):
                 if sub_dir.is_dir() and not sub_dir.is_symlink():
-                    _walk_submitter(root, sub_dir, entry.name, rules, sub, report)
+                    _walk_submitter(root, sub_dir, entry.name, rules, sub, report, opts)
                 else:
                     _tree_finding(report, root, sub_dir, "unexpected file in a division")
         elif entry.is_dir() and entry.name == "evidence" and not entry.is_symlink():
@@ -85,7 +99,7 @@ def _walk_tree(root: Path, rules: RuleSet, sub: SubmissionRules, report: CheckRe
 
 
 def _walk_submitter(root: Path, sub_dir: Path, division: str, rules: RuleSet,
-                    sub: SubmissionRules, report: CheckReport) -> None:
+                    sub: SubmissionRules, report: CheckReport, opts: _Options) -> None:
     results_dir = sub_dir / "results"
     systems = sorted(p for p in results_dir.iterdir() if p.is_dir()) \
         if results_dir.is_dir() else []
@@ -95,15 +109,23 @@ def _walk_submitter(root: Path, sub_dir: Path, division: str, rules: RuleSet,
         for desc in sorted(systems_dir.glob("*.json")):
             if desc.stem not in with_results:
                 _tree_finding(report, root, desc, "system description without results")
+    # The submitter's model_mapping.json names custom benchmark dirs (open division only).
+    mapping, map_error = read_model_mapping(sub_dir) if division == "open" else (None, None)
     for system_dir in systems:
         desc_path = systems_dir / f"{system_dir.name}.json"
         data, error = read_json(desc_path)
         for bench_dir in sorted(p for p in system_dir.iterdir() if p.is_dir()):
-            ctxs = [_tree_context(root, res, division, sub_dir.name, rules, sub,
-                                  report.compat_official)
+            ctxs = [_tree_context(root, res, division, sub_dir.name, rules, sub, opts, mapping)
                     for res in sorted(p for p in bench_dir.iterdir() if p.is_dir())]
             _scenarios(ctxs, data, bench_dir.name)
             for ctx in ctxs:
+                if map_error is not None:
+                    with ctx.rule(RuleId.TREE_MODEL, sub_dir / "model_mapping.json") as run:
+                        if run:
+                            ctx.add(RuleId.TREE_MODEL, sub_dir / "model_mapping.json",
+                                    f"model_mapping.json is {map_error}",
+                                    expected='{"<benchmark dir>": "<model of the round>"}',
+                                    found=map_error)
                 with ctx.rule(RuleId.TREE_SRC, sub_dir / "src") as run:
                     if run and not (sub_dir / "src").is_dir():
                         ctx.add(RuleId.TREE_SRC, sub_dir / "src", "the submitter has no src/",
@@ -113,10 +135,10 @@ def _walk_submitter(root: Path, sub_dir: Path, division: str, rules: RuleSet,
 
 
 def _tree_context(root: Path, rdir: Path, division: str, submitter: str, rules: RuleSet,
-                  sub: SubmissionRules, compat: bool) -> ResultContext:
-    names = {b.checker_model: (key, b) for key, b in rules.benchmarks.items()}
-    _, bench = names.get(rdir.parent.name, ("", None))
-    scenario = _SCENARIO_DIRS.get(rdir.name.lower())
+                  sub: SubmissionRules, opts: _Options,
+                  mapping: dict[str, Any] | None) -> ResultContext:
+    resolved = resolve_model(rules, rdir.parent.name, mapping)
+    dir_scen = SCENARIO_DIRS.get(rdir.name.lower())
     fields = {"division": division, "submitter": submitter, "system": rdir.parent.parent.name,
               "benchmark": rdir.parent.name, "scenario": rdir.name}
 
@@ -130,48 +152,58 @@ def _tree_context(root: Path, rdir: Path, division: str, submitter: str, rules: 
         user_conf=rdir / "user.conf", readme=rdir / "README.md",
         compliance_root=at("compliance"))
     ctx = ResultContext(result_id=rdir.relative_to(root).as_posix(), root=root, files=files,
-                        rules=rules, sub=sub, benchmark=rdir.parent.name, bench=bench,
-                        scenario=scenario, division=division, strict=not compat)
+                        rules=rules, sub=sub, benchmark=rdir.parent.name,
+                        model_name=resolved[0] if resolved else rdir.parent.name,
+                        model=resolved[1] if resolved else None,
+                        scenario=dir_scen[1] if dir_scen else None,
+                        dir_scenario=dir_scen[0] if dir_scen else None, division=division,
+                        strict=not opts.compat, exceptions=opts.exceptions)
+    with ctx.rule(RuleId.TREE_MODEL, rdir.parent) as run:
+        if run and resolved is None:
+            how = " or map it in model_mapping.json" if division == "open" else ""
+            ctx.add(RuleId.TREE_MODEL, rdir.parent, f"unknown benchmark for round {rules.round}",
+                    expected=", ".join(sorted(rules.models)), found=rdir.parent.name,
+                    hint=f"name the directory after a model of the round{how}")
     with ctx.rule(RuleId.TREE_LAYOUT, rdir) as run:
-        if run and bench is None:
-            ctx.add(RuleId.TREE_LAYOUT, rdir.parent, f"unknown benchmark for round {rules.round}",
-                    expected=", ".join(sorted(names)), found=rdir.parent.name,
-                    severity=RULES[RuleId.TREE_SRC].severity if ctx.closed_like else None)
-        if run and scenario is None:
+        if run and dir_scen is None:
             ctx.add(RuleId.TREE_LAYOUT, rdir, "unknown scenario directory",
-                    expected=", ".join(s.loadgen_name for s in Scenario), found=rdir.name,
+                    expected=", ".join(v[0] for v in SCENARIO_DIRS.values()), found=rdir.name,
                     severity=RULES[RuleId.TREE_SRC].severity)
     return ctx
 
 
 def _scenarios(ctxs: list[ResultContext], system: Any, bench_name: str) -> None:
     """TREE-SCENARIOS, reported on every result of the benchmark (as L3 does)."""
-    if not ctxs or not ctxs[0].closed_like or ctxs[0].bench is None:
+    if not ctxs or not ctxs[0].closed_like or ctxs[0].model is None:
         return
     system_type = system.get("system_type") if isinstance(system, dict) else None
     if system_type not in ctxs[0].sub.system_types:
         return  # SYS-TYPE / SYS-JSON already fail these results
     key = "datacenter,edge" if system_type == "edge,datacenter" else str(system_type)
-    checker = ctxs[0].bench.checker
-    present = {c.scenario for c in ctxs if c.scenario is not None}
+    model = ctxs[0].model
+    present = {c.dir_scenario for c in ctxs if c.dir_scenario is not None}
     for ctx in ctxs:
         with ctx.rule(RuleId.TREE_SCENARIOS, ctx.files.compliance_root) as run:
             if not run:
                 continue
-            if key not in checker.required_scenarios:
+            if key not in model.required_scenarios:
                 ctx.add(RuleId.TREE_SCENARIOS, None, f"{bench_name} has no entry for {key} systems",
-                        expected=", ".join(checker.required_scenarios), found=key)
+                        expected=", ".join(model.required_scenarios) or "none", found=key,
+                        hint="the round does not allow this model on this system type")
                 continue
-            required = set(checker.required_scenarios[key])
-            allowed = required | set(checker.optional_scenarios.get(key, []))
-            if missing := sorted(s.loadgen_name for s in required - present):
+            required = set(model.required_scenarios[key])
+            allowed = required | set(model.optional_scenarios.get(key, []))
+            if missing := sorted(required - present):
                 ctx.add(RuleId.TREE_SCENARIOS, None, "required scenarios missing",
-                        expected=", ".join(sorted(s.loadgen_name for s in required)),
+                        expected=", ".join(sorted(required)),
                         found="missing: " + ", ".join(missing))
-            if extra := sorted(s.loadgen_name for s in present - allowed):
+            for group in model.one_of_scenarios.get(key, []):
+                if not present & set(group):
+                    ctx.add(RuleId.TREE_SCENARIOS, None, "none of the scenarios of which one "
+                            "is required", expected="one of " + ", ".join(group), found="none")
+            if extra := sorted(present - allowed):
                 ctx.add(RuleId.TREE_SCENARIOS, None, "scenarios not allowed for this system type",
-                        expected=", ".join(sorted(s.loadgen_name for s in allowed)),
-                        found=", ".join(extra))
+                        expected=", ".join(sorted(allowed)), found=", ".join(extra))
 
 
 def _check_result(ctx: ResultContext, report: CheckReport) -> None:
@@ -187,20 +219,22 @@ def _check_result(ctx: ResultContext, report: CheckReport) -> None:
     if ctx.tree_mode:
         check_measurements(ctx)
         check_compliance(ctx)
+        check_power(ctx)
     parts = ctx.result_id.split("/")
     tree = ctx.tree_mode and len(parts) >= 6
+    target = next(iter(ctx.model.targets_for(ctx.dir_scenario).values()), None) \
+        if ctx.model else None
     report.results.append(ResultReport(
         id=ctx.result_id, division=ctx.division if tree else None,
         submitter=parts[1] if tree else None, system=parts[3] if tree else None,
-        benchmark=ctx.benchmark, scenario=ctx.scenario.loadgen_name if ctx.scenario else
+        benchmark=ctx.benchmark, scenario=ctx.dir_scenario or
         ctx.result_id.rsplit("/", 1)[-1], metric=metric, value=value, accuracy=accuracy,
-        accuracy_target=ctx.bench.accuracy_target if ctx.bench else None,
-        findings=ctx.findings))
+        accuracy_target=target, findings=ctx.findings))
     report.rules_evaluated.extend(ctx.evaluated)
 
 
 def _check_run_dir(path: Path, rules: RuleSet, sub: SubmissionRules,
-                   report: CheckReport) -> None:
+                   report: CheckReport, opts: _Options) -> None:
     config, _ = read_json(path / "config.json")
     config = config if isinstance(config, dict) else {}
     parts = path.name.split("_")
@@ -216,11 +250,16 @@ def _check_run_dir(path: Path, rules: RuleSet, sub: SubmissionRules,
         acc_detail=path / "accuracy/mlperf_log_detail.txt",
         acc_txt=path / "accuracy/accuracy.txt",
         acc_json=path / "accuracy/mlperf_log_accuracy.json")
+    # A run names our benchmark (resnet50); the checker's table names the model (resnet).
+    bench = rules.benchmarks.get(benchmark)
+    resolved = resolve_model(rules, bench.checker_model if bench else benchmark, None)
     ctx = ResultContext(result_id=path.name, root=path, files=files, rules=rules, sub=sub,
-                        benchmark=benchmark, bench=rules.benchmarks.get(benchmark),
-                        scenario=scenario, tree_mode=False, strict=not report.compat_official)
+                        benchmark=benchmark, model_name=resolved[0] if resolved else benchmark,
+                        model=resolved[1] if resolved else None, scenario=scenario,
+                        dir_scenario=scenario.loadgen_name if scenario else None,
+                        tree_mode=False, strict=not opts.compat, exceptions=opts.exceptions)
     with ctx.rule(RuleId.TREE_LAYOUT, path / "config.json") as run:
-        if run and (ctx.bench is None or scenario is None):
+        if run and (ctx.model is None or scenario is None):
             ctx.add(RuleId.TREE_LAYOUT, path / "config.json", "unknown benchmark or scenario",
                     expected=json.dumps(sorted(rules.benchmarks)),
                     found=f"{benchmark} {scen_name}", severity=RULES[RuleId.TREE_SRC].severity)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-ROUND_HELP = "run-rules round (default: the newest supported)"
+ROUND_HELP = ("run-rules round (default: the round the tree's LoadGen seeds name; "
+              "a run directory: its own round)")
 
 
 @click.command("check")
@@ -18,20 +19,27 @@ ROUND_HELP = "run-rules round (default: the newest supported)"
               "suite/schemas/check-report.schema.json)")
 @click.option("--compat-official", is_flag=True,
               help="skip the strict-only rules to reproduce the official checker's verdicts")
+@click.option("--submission-exceptions", is_flag=True,
+              help="as the official flag: waive LoadGen's uncommitted-build error (only it)")
 def check_command(path: Path, round_name: str | None, as_json: bool,
-                  compat_official: bool) -> int:
+                  compat_official: bool, submission_exceptions: bool) -> int:
     """Validate a run directory or a submission tree; every finding names its rule."""
     from rich.console import Console
 
     from ..checker import NotCheckable, check_path
+    from ..checker.models import detect_round
     from ..checker.render import render
     from ..errors import ConfigError
     from ..paths import find_paths
     from ..rules import DEFAULT_ROUND, load_rules
 
-    rules = load_rules(find_paths(), round_name or DEFAULT_ROUND)
+    paths = find_paths()
+    if round_name is None and path.is_dir():
+        round_name = detect_round(path, paths)  # RoundError (exit 1) when ambiguous
+    rules = load_rules(paths, round_name or DEFAULT_ROUND)
     try:
-        report = check_path(path, rules, compat_official=compat_official)
+        report = check_path(path, rules, compat_official=compat_official,
+                            submission_exceptions=submission_exceptions)
     except NotCheckable as exc:
         raise ConfigError(str(exc), hint="give a runs/<run> directory or a submission "
                           "tree root (the directory holding closed/ or open/)") from None
