@@ -27,16 +27,61 @@ def _perf(value: float) -> dict[str, Any]:
 
 
 def _result(run_dir: Path, *, perf_status: str = "VALID", value: float = 100.0,
-            accuracy_first: bool = True) -> RunResult:
+            accuracy_first: bool = True, submittable: bool = False,
+            compliance: str | None = None) -> RunResult:
     acc = {"mode": "accuracy", "directory": "accuracy", "status": "VALID", "exit_code": 0}
     perf = {"mode": "performance", "directory": "performance", "status": perf_status,
             "exit_code": 0, "performance": _perf(value)}
     return RunResult.model_validate({
         "run_id": run_dir.name, "run_dir": str(run_dir), "created_utc": "x",
         "benchmark": "digits", "scenario": "offline", "mode": "all", "backend": "null",
-        "round": "v6.1", "model_sha256": "0" * 64, "submittable": False,
+        "round": "v6.1", "model_sha256": "0" * 64, "submittable": submittable,
         "non_submittable_reasons": [], "status": "VALID", "exit_code": 0,
+        "compliance": {"test": compliance, "reference_run": "r", "passed": True,
+                       "verdicts": {}, "evidence": {}, "attempt": 1,
+                       "previous_attempts": []} if compliance else None,
         "tests": [acc, perf] if accuracy_first else [perf, acc]})
+
+
+def _saved(runs: Path, name: str, **kwargs: Any) -> RunResult:
+    """A result written as ``runs/<name>/result.json``, where the spread is looked up."""
+    result = _result(runs / name, **kwargs)
+    (runs / name).mkdir(parents=True)
+    (runs / name / "result.json").write_text(result.model_dump_json())
+    return result
+
+
+def test_a_short_run_within_the_measured_spread_passes_and_says_why(tmp_path: Path) -> None:
+    """Honest short runs moved 16-30 % on a busy machine: with the spread measured over
+    the references beside it (here 100, 112, 126: 26 %), a 1.16x TEST01 is noise."""
+    ref = _saved(tmp_path, "a", value=100.0)
+    _saved(tmp_path, "b", value=112.0)
+    _saved(tmp_path, "c", value=126.0)
+    comp = _result(tmp_path / "t01", value=116.0)
+    verdict = performance_verdict(ref, comp, 0.1, 0.2, {}, two_sided=True)
+    assert verdict.passed
+    assert any("spread measured here: 26.0% over 3" in line for line in verdict.lines)
+    assert any("within that spread" in line for line in verdict.lines)
+    # A caching SUT twice as fast is beyond any such spread.
+    cheat = performance_verdict(ref, _result(tmp_path / "t04", value=200.0), 0.1, 0.2, {},
+                                two_sided=False)
+    assert not cheat.passed and any("exceeds that spread" in line for line in cheat.lines)
+
+
+def test_a_submittable_run_keeps_the_official_tolerance(tmp_path: Path) -> None:
+    ref = _saved(tmp_path, "a", value=100.0, submittable=True)
+    _saved(tmp_path, "b", value=126.0, submittable=True)
+    comp = _result(tmp_path / "t01", value=116.0, submittable=True)
+    verdict = performance_verdict(ref, comp, 0.1, 0.2, {}, two_sided=True)
+    assert not verdict.passed and not any("spread" in line for line in verdict.lines)
+
+
+def test_one_reference_is_no_measured_spread(tmp_path: Path) -> None:
+    ref = _saved(tmp_path, "a", value=100.0)
+    _saved(tmp_path, "x", value=300.0, compliance="TEST04")  # compliance runs do not count
+    verdict = performance_verdict(ref, _result(tmp_path / "t", value=116.0), 0.1, 0.2, {},
+                                  two_sided=True)
+    assert not verdict.passed
 
 
 def test_validity_is_the_performance_tests_not_the_first_tests(tmp_path: Path) -> None:

@@ -98,6 +98,21 @@ def performance_verdict(reference: RunResult, compliance: RunResult, tolerance: 
         tol = small_tolerance
     ratio = test_score / ref_score
     within = abs(ratio - 1) <= tol if two_sided else ratio < 1 + tol
+    noise: list[str] = []
+    if not within and not compliance.submittable:
+        # A short run's score moves by more than the official tolerance between honest
+        # runs on a busy machine; judge it against the spread measured here instead.
+        spread, scores = measured_spread(reference)
+        if spread is not None:
+            allowed = max(tol, spread)
+            within = abs(ratio - 1) <= allowed if two_sided else ratio < 1 + allowed
+            noise = [
+                f"run-to-run spread measured here: {spread:.1%} over {len(scores)} VALID "
+                f"reference runs (scores {min(scores):.6g} to {max(scores):.6g})",
+                ("the difference is within that spread on a non-submittable run: noise, "
+                 "not a finding" if within else
+                 "the difference exceeds that spread too"),
+            ]
     passed = ref_valid and test_valid and scenario == test_scenario and within
     lines = [
         f"reference run: {reference.run_dir} (performance test {ref_status.value})",
@@ -110,4 +125,30 @@ def performance_verdict(reference: RunResult, compliance: RunResult, tolerance: 
     ]
     if Scenario(scenario) in (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM):
         lines.append("scores of latency scenarios are 1 / latency (ms)")
-    return Verdict("verify_performance.txt", passed, lines)
+    return Verdict("verify_performance.txt", passed, lines + noise)
+
+
+def measured_spread(reference: RunResult) -> tuple[float | None, list[float]]:
+    """The relative spread, ``(max - min) / min``, of the scores of every VALID run
+    beside ``reference`` that could have been its reference (same benchmark, scenario,
+    backend and submittability, no compliance run); None with fewer than two."""
+    scores: list[float] = []
+    for path in sorted(Path(reference.run_dir).parent.glob("*/result.json")):
+        try:
+            other = RunResult.load(path)
+        except (OSError, ValueError):
+            continue  # an unreadable run is no evidence of spread
+        if (other.compliance is not None or other.benchmark != reference.benchmark
+                or other.scenario != reference.scenario or other.backend != reference.backend
+                or other.submittable != reference.submittable):
+            continue
+        perf = next((t for t in other.tests if t.mode == "performance"), None)
+        if perf is None or perf.status is not Status.VALID or perf.performance is None:
+            continue
+        try:
+            scores.append(score(other)[0])
+        except ValueError:
+            continue
+    if len(scores) < 2:
+        return None, scores
+    return (max(scores) - min(scores)) / min(scores), scores
