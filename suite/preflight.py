@@ -12,7 +12,8 @@
 * ``LINT-DURATION`` (error; a warning when forced): a performance test predicted to
   last longer than ``MAX_PREDICTED_S`` (7 days).
 
-It also predicts the query count and run length from the effective settings.
+It also predicts the query count and run length from the effective settings. Each
+finding is a ``suite.findings.Finding`` located by its ``key`` and ``source`` (layer).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from __future__ import annotations
 import difflib
 import math
 import tomllib
-from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from .config import ConfigRequest, RunConfig, _parse_set, flatten, known_keys, load_config
 from .errors import SuiteError
+from .findings import Finding, Severity
 from .paths import Paths
 from .scenarios import Scenario
 
@@ -56,26 +59,31 @@ _UNIT_SLIPS: list[tuple[str, float, str, float]] = [
 ]
 
 
-@dataclass(frozen=True)
-class LintFinding:
-    rule: str
-    severity: str
-    key: str
-    source: str
-    message: str
-    hint: str = ""
+LINT_SCHEMA_VERSION = 1
 
 
-@dataclass
-class LintReport:
-    findings: list[LintFinding] = field(default_factory=list)
-    effective: dict[str, tuple[Any, str]] = field(default_factory=dict)
+def _finding(rule: str, severity: str, key: str, source: str, message: str,
+             hint: str = "") -> Finding:
+    """A linter finding: located by the config key and the layer that set it."""
+    return Finding(rule=rule, severity=Severity(severity), key=key or None,
+                   source=source or None, message=message, hint=hint)
+
+
+class LintReport(BaseModel):
+    """What ``suite lint --json`` prints (``suite/schemas/lint-report.schema.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = LINT_SCHEMA_VERSION
+    findings: list[Finding] = Field(default_factory=list)
+    #: key -> (effective value, the layer it came from)
+    effective: dict[str, tuple[Any, str]] = Field(default_factory=dict)
     predicted_queries: int | None = None
     predicted_seconds: float | None = None
 
     @property
-    def errors(self) -> list[LintFinding]:
-        return [f for f in self.findings if f.severity == "error"]
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is Severity.ERROR]
 
 
 def _user_layers(request: ConfigRequest) -> list[tuple[str, dict[str, Any]]]:
@@ -116,7 +124,7 @@ def lint(request: ConfigRequest, paths: Paths, *, force: bool = False) -> LintRe
         for key in values:
             if key not in keys:
                 close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.6)
-                report.findings.append(LintFinding(
+                report.findings.append(_finding(
                     "LINT-UNKNOWN-KEY", "error", key, source, f"unknown key '{key}'",
                     f"did you mean '{close[0]}'?" if close else "see the README's config keys"))
     if report.errors:
@@ -124,7 +132,7 @@ def lint(request: ConfigRequest, paths: Paths, *, force: bool = False) -> LintRe
     try:
         config, _ = load_config(request, paths)
     except SuiteError as exc:
-        report.findings.append(LintFinding("LINT-CONFIG", "error", "", "config", exc.message,
+        report.findings.append(_finding("LINT-CONFIG", "error", "", "config", exc.message,
                                            exc.hint))
         return report
     _inspect(config, report, force or request.force)
@@ -142,18 +150,18 @@ def _inspect(config: RunConfig, report: LintReport, forced: bool = False) -> Non
     report.effective = {k: (v, config.provenance.get(k, "default")) for k, v in values.items()}
     for key, low, unit, div in _UNIT_SLIPS:
         if _user_set(config, key) and values[key] >= low:
-            report.findings.append(LintFinding(
+            report.findings.append(_finding(
                 "LINT-UNIT", "warning", key, config.provenance[key],
                 f"{key} = {_short(values[key])} looks like {unit}",
                 f"the unit is in the name: did you mean {_float(values[key]) / div:g}?"))
     for key, scenarios in _ONLY_IN.items():
         if _user_set(config, key) and config.scenario not in scenarios:
-            report.findings.append(LintFinding(
+            report.findings.append(_finding(
                 "LINT-IGNORED", "warning", key, config.provenance[key],
                 f"LoadGen ignores {key} in {config.scenario.loadgen_name}",
                 f"it applies to {', '.join(s.loadgen_name for s in scenarios)} only"))
     for key, reason in config.overridden_rules.items():
-        report.findings.append(LintFinding(
+        report.findings.append(_finding(
             "LINT-FIXED", "warning", key, config.provenance.get(key, ""),
             f"not submittable: {reason}", "remove the override for a submittable run"))
     report.predicted_queries, report.predicted_seconds = predict(config)
@@ -168,7 +176,7 @@ def _check_length(config: RunConfig, report: LintReport, forced: bool) -> None:
     if seconds <= MAX_PREDICTED_S:
         return
     key = _length_key(config)
-    report.findings.append(LintFinding(
+    report.findings.append(_finding(
         "LINT-DURATION", "warning" if forced else "error", key,
         config.provenance.get(key, "default"),
         f"a performance test is predicted to last {_human(seconds)} (from {key} = "

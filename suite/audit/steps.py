@@ -40,7 +40,7 @@ def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir
     data = bundle.read_bytes()
     private = work_dir / "bundle.tar.gz"
     private.write_bytes(data)
-    report = AuditReport(str(bundle), hashlib.sha256(data).hexdigest())
+    report = AuditReport(bundle=str(bundle), bundle_sha256=hashlib.sha256(data).hexdigest())
     with step(report, 1, "signature and file list"):
         verification = verify_bundle(private, load_public(public_key))
         evidence = [f"{verification.files} files"] + verification.problems + [
