@@ -32,7 +32,7 @@ $(VENV)/.core: pyproject.toml
 
 $(VENV)/.dev: $(VENV)/.core
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e '.[dev,torch]'
+	$(PY) -m pip install -q -e '.[dev,torch,remote]'
 	touch $@
 
 demo: $(VENV)/.core
