@@ -41,3 +41,31 @@ def test_seeds_and_durations_match_loadgens_embedded_mlperf_conf() -> None:
     assert int(out[3]) == fixed["loadgen.min_duration_ms"]
     assert int(out[4]) == fixed["loadgen.latency_bound_ms"] * 1_000_000
     assert int(out[5]) == fixed["loadgen.performance_sample_count"]
+
+
+def test_each_round_table_holds_every_model_the_checker_needs() -> None:
+    """The [models.*] tables: every target metric has a pattern, every LLM its Server
+    token bounds, and our benchmarks agree with their model row (one source of truth
+    for compliance: digits TEST01 only, resnet50 TEST01 + TEST04)."""
+    import pytest
+
+    for round_name, must in (("v6.0", {"llama2-70b-99", "mixtral-8x7b", "retinanet"}),
+                             ("v6.1", {"qwen3.6-27b", "e2e-rag-qna"})):
+        rules = load_rules(find_paths(), round_name)
+        assert rules.submission is not None
+        assert must <= set(rules.models)
+        for name, model in rules.models.items():
+            metrics = set(model.targets) | set(model.upper_limits)
+            assert metrics <= set(rules.submission.accuracy_patterns), name
+            if model.llm and name != "llama3.1-8b-edge":
+                assert "Server" in model.token_latency_ns, name
+        for key, bench in rules.benchmarks.items():
+            row = rules.models[bench.checker_model]
+            assert bench.compliance_tests == row.compliance_tests, key
+            assert bench.performance_sample_count == row.performance_sample_count
+            assert bench.accuracy_target == pytest.approx(row.targets["acc"])
+        assert rules.benchmarks["digits"].compliance_tests == ["TEST01"]
+        assert rules.benchmarks["resnet50"].compliance_tests == ["TEST01", "TEST04"]
+        llama = rules.models["llama2-70b-99.9"]
+        assert llama.token_latency_ns["Interactive"].ttft == 450_000_000
+        assert llama.one_of_scenarios["datacenter"] == [["Interactive", "Server"]]
