@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import math
 import queue
 import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import Enum
 from itertools import chain
 from typing import Any
@@ -42,11 +40,16 @@ from .batch_stats import BatchStats, merge
 from .config import SutConfig
 from .datasets.base import InMemoryDataset
 from .errors import ConfigError
+from .failures import FailureLog
 from .inflight import InflightTable, Item
 from .loadgen import Completer
 from .postprocess import Postprocess
 from .process_workers import ProcessWorkers, WorkerSpec
 from .scenarios import Scenario
+from .server_policy import derive, derive_max_wait_s
+from .server_queue import Query, fill, next_query
+
+__all__ = ["DISPATCH", "Dispatch", "FailureLog", "SystemUnderTest", "derive_max_wait_s"]
 
 
 class Dispatch(Enum):
@@ -61,84 +64,6 @@ DISPATCH = {
     Scenario.OFFLINE: Dispatch.SPLIT,
     Scenario.SERVER: Dispatch.DYNAMIC,
 }
-
-
-@dataclass
-class FailureLog:
-    """Failures seen during a test; the first decides how the run is reported."""
-
-    failures: list[dict[str, Any]] = field(default_factory=list)
-    failed_samples: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def record(self, kind: str, message: str, samples: int = 0, trace: str = "") -> None:
-        with self._lock:
-            self.failed_samples += samples
-            if len(self.failures) < 20:  # keep the evidence, not a flood
-                self.failures.append(
-                    {"kind": kind, "message": message, "samples": samples, "traceback": trace}
-                )
-
-    def __bool__(self) -> bool:
-        return bool(self.failures)
-
-
-# A query as LoadGen issued it: (LoadGen ids, QSL indices).
-Query = tuple[list[int], list[int]]
-
-
-@dataclass(frozen=True)
-class BatchCost:
-    """A backend's batch latency as ``fixed_s + per_sample_s * n``, fitted at warm-up
-    from the median latencies at batch 1 and at ``max_batch_size``."""
-
-    fixed_s: float
-    per_sample_s: float
-
-    @classmethod
-    def fit(cls, n1: int, t1: float, n2: int, t2: float) -> BatchCost:
-        per_sample = max(0.0, (t2 - t1) / (n2 - n1)) if n2 > n1 else 0.0
-        return cls(max(0.0, t1 - per_sample * n1), per_sample)
-
-    def latency_s(self, n: int) -> float:
-        return self.fixed_s + self.per_sample_s * n
-
-    def batch_cap(self, bound_s: float, max_batch: int, workers: int = 1,
-                  rate: float = 0.0) -> int:
-        """The largest Server batch to form, 1 to ``max_batch``.
-
-        A query waits for a worker (up to one batch) and then runs in its own batch, so
-        a batch that takes more than half the bound puts its queries at risk, and a
-        backlog must not grow batches past that: on an accelerator whose full batch
-        takes longer than the bound (ResNet-50 at 256 on one GPU, 25 ms against 15)
-        that growth turned a passing rate into seconds of queueing, and larger batches
-        also queue longer for a shared device's compute. But a cap below what
-        ``workers`` need to carry ``rate`` (with a quarter in reserve) would starve the
-        run outright, so the cap is never below that.
-        """
-        if self.per_sample_s <= 0:
-            return max_batch
-        safe = int((bound_s / 2 - self.fixed_s) / self.per_sample_s)
-        needed = 0
-        per_worker = 1.25 * rate / max(workers, 1)  # samples/s each worker must carry
-        if per_worker > 0:
-            if per_worker * self.per_sample_s >= 1:
-                needed = max_batch  # not even full batches keep up: as large as allowed
-            else:  # n / (fixed + per_sample * n) >= per_worker
-                needed = math.ceil(per_worker * self.fixed_s /
-                                   (1 - per_worker * self.per_sample_s))
-        return max(1, min(max_batch, max(safe, needed)))
-
-
-def derive_max_wait_s(bound_s: float, batch_s: float) -> float:
-    """How long a Server batch may wait for more queries, from the latency bound and the
-    measured latency of a full batch.
-
-    A query's latency is at most its wait, the batch ahead of it and its own batch, plus
-    the scheduling jitter of a busy machine; a quarter of what is left after two batches
-    keeps the p99 well inside the bound while still filling batches at high rates.
-    """
-    return max(0.0, (bound_s - 2 * batch_s) / 4)
 
 
 class SystemUnderTest:
@@ -184,7 +109,7 @@ class SystemUnderTest:
         self._check = contract if contract is not None else _unchecked
         self.max_wait_s = max(config.max_wait_us, 0) / 1e6
         #: The largest Server batch: ``max_batch_size``, or less where a batch that large
-        #: could not meet the latency bound (derived at warm-up; see ``BatchCost``).
+        #: could not meet the latency bound (derived at warm-up; see ``server_policy``).
         self.batch_cap = config.max_batch_size
         #: Values the SUT derived at warm-up (recorded in status.json).
         self.derived: dict[str, float] = {}
@@ -245,18 +170,9 @@ class SystemUnderTest:
                 timings[size].append(time.perf_counter() - start)
         del source
         if self.dispatch is Dispatch.DYNAMIC and self.config.max_wait_us < 0 and timings[1]:
-            median = {n: sorted(t)[len(t) // 2] for n, t in timings.items()}
-            cost = BatchCost.fit(1, median[1], largest, median[largest])
             bound_s = (self._latency_bound_ms or 0.0) / 1e3
-            self.batch_cap = (cost.batch_cap(bound_s, largest, self.config.workers,
-                                             self._target_qps) if bound_s else largest)
-            batch_s = cost.latency_s(self.batch_cap)
-            self.max_wait_s = derive_max_wait_s(bound_s, batch_s)
-            self.derived = {"batch_latency_us": round(median[largest] * 1e6, 1),
-                            "batch1_latency_us": round(median[1] * 1e6, 1),
-                            "batch_cap": self.batch_cap,
-                            "capped_batch_latency_us": round(batch_s * 1e6, 1),
-                            "max_wait_us": round(self.max_wait_s * 1e6, 1)}
+            self.batch_cap, self.max_wait_s, self.derived = derive(
+                timings, largest, bound_s, self.config.workers, self._target_qps)
 
     def start(self) -> None:
         """Start the worker threads (none for INLINE) and the watchdog.
@@ -477,18 +393,6 @@ class SystemUnderTest:
                 f"{exc!r}", 0, traceback.format_exc())
             self.drain()
 
-    def _next_query(self) -> Query | None:
-        """Block for the next item, waking every 50 ms to look again.
-
-        Defensive: a run once kept its last sample queued for 60 s (until the watchdog)
-        while a worker waited in an untimed ``get``; a timed wait rechecks the queue.
-        """
-        while True:
-            try:
-                return self._queue.get(timeout=0.05)
-            except queue.Empty:
-                continue
-
     def _new_stats(self) -> BatchStats:
         stats = BatchStats(self.config.max_batch_size)
         self._stats.append(stats)  # list.append is atomic: workers start concurrently
@@ -501,7 +405,7 @@ class SystemUnderTest:
             item = self.inflight.take(size)
             if item is not None:
                 self._run(item, buffer, stats)
-            elif self._next_query() is None:  # nothing to carve: wait for a query or stop
+            elif next_query(self._queue) is None:  # nothing to carve: wait for a query or stop
                 return
 
     def _dynamic_worker(self) -> None:
@@ -517,13 +421,13 @@ class SystemUnderTest:
         carry: collections.deque[Query] = collections.deque()
         stopping = False
         while not stopping:
-            first = carry.popleft() if carry else self._next_query()
+            first = carry.popleft() if carry else next_query(self._queue)
             if first is None:
                 return
             self.batches_begun += 1
             queries: list[Query] = [first]
             try:
-                count, stopping = self._fill(queries, carry, wait)
+                count, stopping = fill(self._queue, queries, carry, wait, max_batch, self.waits)
                 if 2 * count >= max_batch:
                     wait = min(max_wait, max(2 * wait, 50e-6))
                 else:
@@ -544,37 +448,6 @@ class SystemUnderTest:
                 self.completer.complete_empty(ids)
             else:
                 self._run((token, ids, indices), buffer, stats)
-
-    def _fill(self, queries: list[Query], carry: collections.deque[Query],
-              wait: float) -> tuple[int, bool]:
-        """Add queued queries to ``queries`` (one, to start) until ``max_batch_size``
-        samples or ``wait`` seconds; a query that does not fit is cut and its rest goes
-        to ``carry``. Returns the batch's sample count and whether the stop signal was
-        taken."""
-        max_batch = self.batch_cap
-        if len(queries[0][0]) > max_batch:  # a coalesced query: the rest starts later batches
-            queries[0] = _cut(queries[0], max_batch, max_batch, carry)
-        count = len(queries[0][0])
-        self.waits.append(wait)
-        deadline = time.perf_counter() + wait
-        while count < max_batch and not carry:
-            try:
-                nxt = self._queue.get_nowait()
-            except queue.Empty:
-                remaining = deadline - time.perf_counter()
-                if remaining <= 0:
-                    return count, False
-                # Poll, not a blocking get per query: each blocking get hands the
-                # GIL to the issue thread and back once per arriving query.
-                time.sleep(min(remaining, _POLL_S))
-                continue
-            if nxt is None:
-                return count, True
-            if count + len(nxt[0]) > max_batch:  # fill the batch, carry the rest
-                nxt = _cut(nxt, max_batch - count, max_batch, carry)
-            queries.append(nxt)
-            count += len(nxt[0])
-        return count, False
 
     def _watchdog(self) -> None:
         timeout = self.config.watchdog_timeout_s
@@ -605,18 +478,6 @@ class SystemUnderTest:
 def _unchecked(outputs: Any, n: int) -> None:
     """No output contract (a SUT built without a model card, in unit tests)."""
 
-
-def _cut(query: Query, size: int, piece: int, rest: collections.deque[Query]) -> Query:
-    """The first ``size`` samples of ``query``; the rest is appended to ``rest`` in
-    pieces of at most ``piece`` samples."""
-    ids, indices = query
-    for start in range(size, len(ids), piece):
-        rest.append((ids[start:start + piece], indices[start:start + piece]))
-    return ids[:size], indices[:size]
-
-
-# How often a Server worker looks for more queries while its batch is open.
-_POLL_S = 100e-6
 
 # Wakes the Offline workers: a span is waiting in the inflight table.
 _WAKE: Query = ([], [])

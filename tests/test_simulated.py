@@ -24,7 +24,7 @@ from suite.batch_stats import BatchStats, merge
 from suite.errors import BackendError
 from suite.models import load_card
 from suite.paths import find_paths
-from suite.sut import BatchCost
+from suite.server_policy import BatchCost
 
 from .conftest import REPO, only_run_dir, run_cli
 

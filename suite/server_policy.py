@@ -1,0 +1,83 @@
+"""How a Server SUT batches on this backend: the batch cap and the wait, from warm-up.
+
+At warm-up the SUT times batch 1 and its largest batch through the run's own input
+path; ``derive`` fits them as ``fixed + per_sample x n`` (``BatchCost``) and derives
+the largest batch a worker may form and how long a batch may wait for more queries,
+from the latency bound, the workers and the target rate. ``suite tune`` uses the same
+rule for the wait.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BatchCost:
+    """A backend's batch latency as ``fixed_s + per_sample_s * n``, fitted at warm-up
+    from the median latencies at batch 1 and at ``max_batch_size``."""
+
+    fixed_s: float
+    per_sample_s: float
+
+    @classmethod
+    def fit(cls, n1: int, t1: float, n2: int, t2: float) -> BatchCost:
+        per_sample = max(0.0, (t2 - t1) / (n2 - n1)) if n2 > n1 else 0.0
+        return cls(max(0.0, t1 - per_sample * n1), per_sample)
+
+    def latency_s(self, n: int) -> float:
+        return self.fixed_s + self.per_sample_s * n
+
+    def batch_cap(self, bound_s: float, max_batch: int, workers: int = 1,
+                  rate: float = 0.0) -> int:
+        """The largest Server batch to form, 1 to ``max_batch``.
+
+        A query waits for a worker (up to one batch) and then runs in its own batch, so
+        a batch that takes more than half the bound puts its queries at risk, and a
+        backlog must not grow batches past that: on an accelerator whose full batch
+        takes longer than the bound (ResNet-50 at 256 on one GPU, 25 ms against 15)
+        that growth turned a passing rate into seconds of queueing, and larger batches
+        also queue longer for a shared device's compute. But a cap below what
+        ``workers`` need to carry ``rate`` (with a quarter in reserve) would starve the
+        run outright, so the cap is never below that.
+        """
+        if self.per_sample_s <= 0:
+            return max_batch
+        safe = int((bound_s / 2 - self.fixed_s) / self.per_sample_s)
+        needed = 0
+        per_worker = 1.25 * rate / max(workers, 1)  # samples/s each worker must carry
+        if per_worker > 0:
+            if per_worker * self.per_sample_s >= 1:
+                needed = max_batch  # not even full batches keep up: as large as allowed
+            else:  # n / (fixed + per_sample * n) >= per_worker
+                needed = math.ceil(per_worker * self.fixed_s /
+                                   (1 - per_worker * self.per_sample_s))
+        return max(1, min(max_batch, max(safe, needed)))
+
+
+def derive_max_wait_s(bound_s: float, batch_s: float) -> float:
+    """How long a Server batch may wait for more queries, from the latency bound and the
+    measured latency of a full batch.
+
+    A query's latency is at most its wait, the batch ahead of it and its own batch, plus
+    the scheduling jitter of a busy machine; a quarter of what is left after two batches
+    keeps the p99 well inside the bound while still filling batches at high rates.
+    """
+    return max(0.0, (bound_s - 2 * batch_s) / 4)
+
+
+def derive(timings: dict[int, list[float]], largest: int, bound_s: float, workers: int,
+           rate: float) -> tuple[int, float, dict[str, float]]:
+    """(batch cap, max wait in seconds, the record for ``status.json``) from warm-up
+    ``timings`` (seconds per call at batch 1 and at ``largest``)."""
+    median = {n: sorted(t)[len(t) // 2] for n, t in timings.items()}
+    cost = BatchCost.fit(1, median[1], largest, median[largest])
+    cap = cost.batch_cap(bound_s, largest, workers, rate) if bound_s else largest
+    batch_s = cost.latency_s(cap)
+    wait_s = derive_max_wait_s(bound_s, batch_s)
+    return cap, wait_s, {"batch_latency_us": round(median[largest] * 1e6, 1),
+                         "batch1_latency_us": round(median[1] * 1e6, 1),
+                         "batch_cap": cap,
+                         "capped_batch_latency_us": round(batch_s * 1e6, 1),
+                         "max_wait_us": round(wait_s * 1e6, 1)}
