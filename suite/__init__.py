@@ -1,9 +1,15 @@
 """infersuite: MLPerf-style inference benchmarks driven by the real MLPerf LoadGen.
 
-The public API is small; the CLI (``suite``) is one client of it::
+The public API is ``suite.api``: every command is a library call there, returning a
+typed result; the CLI (``suite``) is one client of it::
 
-    from suite import ConfigRequest, run
-    result = run(ConfigRequest(benchmark="digits", scenario="server", quick=True))
+    from suite import ConfigRequest, api
+    result = api.run(ConfigRequest(benchmark="digits", scenario="server", quick=True))
+    report = api.check(Path(result.run_dir))
+
+(Only ``run`` is re-exported here: ``package``, ``system``, ``tune`` and ``audit`` are
+also submodule names.) ``__version__`` is the one place the version is written; the
+build reads it from here.
 
 Importing ``suite`` imports no ML framework and not LoadGen.
 """

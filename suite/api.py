@@ -21,6 +21,10 @@ Example::
 
     result = run(ConfigRequest(scenario="offline", mode="all", quick=True))
     result.status, result.exit_code
+
+Every other command is a library call here too, returning a typed result that the CLI
+only renders: ``check``, ``lint``, ``tune``, ``package``, ``sign``, ``verify``,
+``audit``, ``system`` and ``keygen``.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ import contextlib
 import errno
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -45,12 +51,24 @@ from .logs import DETAIL_LOG, parse_detail_log
 from .models import ModelCard, ModelIdentity, check_model, load_card
 from .paths import Paths, find_paths
 from .postprocess import make_postprocess
-from .preflight import LintReport, lint
+from .preflight import LintReport
+from .preflight import lint as lint_request
 from .results import RunResult, Status, TestResult
 from .rules import RuleSet
 from .runner import ProgressCallback, StageCallback, create_run_dir, run_in_child
-from .scenarios import Mode
+from .scenarios import Mode, Scenario
+from .submission import PackageResult, SignResult, package, sign
 from .system import collect
+
+if TYPE_CHECKING:
+    from .audit.report import AuditReport
+    from .bundle.verify import Verification
+    from .checker.findings import CheckReport
+    from .tune import TuneReport
+
+__all__ = ["EXIT_CODES", "PackageResult", "SignResult", "SystemDescription", "TuneOptions",
+           "audit", "check", "keygen", "lint", "package", "prepare", "run", "sign",
+           "system", "tune", "verify"]
 
 EXIT_CODES = {Status.VALID: 0, Status.INVALID: 2, Status.FAILED: 1, Status.INTERRUPTED: 130}
 _SEVERITY = [Status.VALID, Status.INVALID, Status.FAILED, Status.INTERRUPTED]
@@ -64,7 +82,7 @@ def prepare(request: ConfigRequest, paths: Paths | None = None, *,
     The pre-flight linter runs first; ``on_lint`` receives its report (to print it).
     """
     paths = paths or find_paths()
-    lint_report = lint(request, paths)
+    lint_report = lint_request(request, paths)
     if on_lint is not None:
         on_lint(lint_report)
     if lint_report.errors:
@@ -247,3 +265,127 @@ def _score(test: TestResult, card: ModelCard, labels: npt.NDArray[np.int64],
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
+
+
+# -- the other commands, as library calls ----------------------------------------------
+# Each returns a typed result; the CLI renders it and maps it to the exit code. Their
+# imports are local: ``import suite.api`` for ``check`` must not load LoadGen's harness.
+
+
+def lint(request: ConfigRequest, paths: Paths | None = None) -> LintReport:
+    """The pre-flight linter's findings on ``request`` (``LintReport.errors``: exit 1)."""
+    return lint_request(request, paths or find_paths())
+
+
+def check(path: Path, round_name: str | None = None, *, compat_official: bool = False,
+          paths: Paths | None = None) -> CheckReport:
+    """Check a run directory or a submission tree against a round's rules."""
+    from .checker import NotCheckable, check_path
+    from .rules import DEFAULT_ROUND, load_rules
+
+    rules = load_rules(paths or find_paths(), round_name or DEFAULT_ROUND)
+    try:
+        return check_path(path, rules, compat_official=compat_official)
+    except NotCheckable as exc:
+        raise ConfigError(str(exc), hint="give a runs/<run> directory or a submission "
+                          "tree root (the directory holding closed/ or open/)") from None
+
+
+def verify(bundle: Path, public_key: Path) -> Verification:
+    """Verify a bundle's signature with a pinned public key, then its files."""
+    from .bundle.keys import load_public
+    from .bundle.verify import verify_bundle
+
+    result = verify_bundle(bundle, load_public(public_key))
+    if result.unreadable is not None:  # not a verdict on the claims: the file is broken
+        raise SuiteError(f"cannot read the bundle {result.unreadable}",
+                         hint="download or copy the bundle again; it is cut off or corrupt")
+    return result
+
+
+def audit(bundle: Path, public_key: Path, *, rerun: str | None = None,
+          tolerance: float = 0.02, runs_dir: Path | None = None,
+          say: Callable[[str], None] = lambda message: None,
+          paths: Paths | None = None) -> AuditReport:
+    """Verify, re-check, recompute and (``rerun``) replay a signed bundle's claims."""
+    import tempfile
+
+    from .audit import audit as run_audit
+
+    paths = paths or find_paths()
+    with tempfile.TemporaryDirectory(prefix="suite-audit-") as work:
+        return run_audit(bundle, public_key, paths, Path(work) / "tree",
+                         (runs_dir or paths.runs / "audit").resolve(), rerun, tolerance, say)
+
+
+@dataclass
+class SystemDescription:
+    """The official system description JSON, and what is still missing from it."""
+
+    data: dict[str, Any]
+    empty: list[str]
+    unknown: list[str]
+
+
+def system(config_file: Path | None = None, *, division: str = "closed",
+           round_name: str | None = None, paths: Paths | None = None) -> SystemDescription:
+    """Probe this machine and merge the user's TOML into the round's system JSON."""
+    from .rules import DEFAULT_ROUND, load_rules
+    from .system_description import describe, probe, read_user_toml
+
+    rules = load_rules(paths or find_paths(), round_name or DEFAULT_ROUND)
+    assert rules.submission is not None  # every round we ship has submission rules
+    data, empty, unknown = describe(rules.submission, read_user_toml(config_file), probe(),
+                                    division=division)
+    return SystemDescription(data, empty, unknown)
+
+
+@dataclass
+class TuneOptions:
+    """What ``suite tune`` searches; the defaults are the command's."""
+
+    benchmark: str = "digits"
+    backend: str = "onnxruntime"
+    scenarios: tuple[Scenario, ...] = tuple(Scenario)
+    system: str | None = None
+    runs_dir: Path | None = None
+    probe_ms: int = 2000
+    confirm_ms: int | None = None
+    batch_sizes: tuple[int, ...] = (1, 4, 16)
+    worker_counts: tuple[int, ...] = ()
+    worker_models: tuple[str, ...] = ()
+    steps: int = 6
+    max_qps: float | None = None
+    fresh: bool = False
+
+    @classmethod
+    def quick(cls, **changes: Any) -> TuneOptions:
+        """Seconds-long probes and confirming runs: a smoke test, not a tuning."""
+        import dataclasses
+
+        quick = cls(probe_ms=1000, confirm_ms=1000, batch_sizes=(1, 4), steps=2)
+        return dataclasses.replace(quick, **changes)
+
+
+def tune(options: TuneOptions, *, say: Callable[[str], None] = lambda message: None,
+         paths: Paths | None = None) -> TuneReport:
+    """Find and record the settings this system sustains (see ``suite.tune``)."""
+    from .tune import tune as run_tune
+
+    paths = paths or find_paths()
+    o = options
+    return run_tune(paths, o.benchmark, o.backend, list(o.scenarios), o.system,
+                    (o.runs_dir or paths.runs).resolve(), o.probe_ms, o.confirm_ms,
+                    list(o.batch_sizes), o.steps, o.fresh, say, list(o.worker_counts),
+                    list(o.worker_models), o.max_qps)
+
+
+def keygen(out_dir: Path | None = None, *, prompt: Callable[[], str] | None = None,
+           paths: Paths | None = None) -> tuple[Path, Path, str]:
+    """An Ed25519 key pair (private key encrypted, never inside the data or submissions);
+    returns (private key file, public key file, key id)."""
+    from .bundle.keys import default_key_dir, generate, passphrase
+
+    paths = paths or find_paths()
+    return generate(out_dir or default_key_dir(), passphrase(prompt),
+                    forbidden=[paths.home, paths.submissions])

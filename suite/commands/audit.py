@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -31,16 +30,12 @@ def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: 
     from rich.console import Console
     from rich.markup import escape
 
-    from ..audit import audit
+    from ..api import audit
     from ..audit.report import render, verdict_line
-    from ..paths import find_paths
 
     err = Console(stderr=True, soft_wrap=True)
-    paths = find_paths()
-    with tempfile.TemporaryDirectory(prefix="suite-audit-") as work:
-        report = audit(bundle, public_key, paths, Path(work) / "tree",
-                       (runs_dir or paths.runs / "audit").resolve(), rerun, tolerance,
-                       lambda m: err.print(escape(m)))
+    report = audit(bundle, public_key, rerun=rerun, tolerance=tolerance, runs_dir=runs_dir,
+                   say=lambda m: err.print(escape(m)))
     text = report.to_json()
     if out is not None:
         out.write_text(text + "\n")

@@ -14,15 +14,11 @@ import click
                    "(default ~/.config/infersuite/keys)")
 def keygen_command(out_dir: Path | None) -> int:
     """Generate signing.key (encrypted PKCS#8, mode 0600) and signing.pub; print the key id."""
-    from ..bundle.keys import default_key_dir, generate, passphrase
-    from ..paths import find_paths
+    from ..api import keygen
 
-    paths = find_paths()
-    secret = passphrase(lambda: click.prompt("new key passphrase", hide_input=True,
-                                             confirmation_prompt=True, err=True)
-                        if sys.stdin.isatty() else "")
-    private, public, keyid = generate(out_dir or default_key_dir(), secret,
-                                      forbidden=[paths.home, paths.submissions])
+    private, public, keyid = keygen(out_dir, prompt=lambda: click.prompt(
+        "new key passphrase", hide_input=True, confirmation_prompt=True, err=True)
+        if sys.stdin.isatty() else "")
     click.echo(f"private key: {private}\npublic key:  {public}\nkey id:      {keyid}")
     return 0
 

@@ -43,22 +43,26 @@ def print_lint(report: Any, console: Any, *, table: bool) -> None:
 @click.option("--config", "config_file", type=click.Path(path_type=Path))
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE")
 @click.option("--force", is_flag=True, help="lint a run predicted longer than 7 days as a warning")
+@click.option("--json", "as_json", is_flag=True,
+              help="print the report as JSON (suite/schemas/lint-report.schema.json)")
 def lint_command(benchmark: str, scenario: str, backend: str, mode: str,
                  round_name: str | None, quick: bool, config_file: Path | None,
-                 sets: tuple[str, ...], force: bool) -> int:
+                 sets: tuple[str, ...], force: bool, as_json: bool) -> int:
     """Lint a run's configuration without running it: keys, units, ignored and fixed values."""
     from rich.console import Console
 
+    from ..api import lint
     from ..config import ConfigRequest
-    from ..paths import find_paths
-    from ..preflight import lint
     from ..rules import DEFAULT_ROUND
 
     request = ConfigRequest(benchmark=benchmark, scenario=scenario, backend=backend, mode=mode,
                             round=round_name or DEFAULT_ROUND, quick=quick,
                             config_file=config_file, sets=list(sets), force=force)
-    report = lint(request, find_paths())
-    print_lint(report, Console(width=160), table=True)
+    report = lint(request)
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        print_lint(report, Console(width=160), table=True)
     return 1 if report.errors else 0
 
 

@@ -20,14 +20,10 @@ def system_command(config_file: Path | None, division: str, out: Path | None,
     """Probe the machine, merge your TOML, and list the required fields still empty."""
     from rich.console import Console
 
-    from ..paths import find_paths
-    from ..rules import DEFAULT_ROUND, load_rules
-    from ..system_description import describe, probe, read_user_toml
+    from ..api import system
 
-    rules = load_rules(find_paths(), round_name or DEFAULT_ROUND)
-    assert rules.submission is not None
-    data, empty, unknown = describe(rules.submission, read_user_toml(config_file), probe(),
-                                    division=division)
+    described = system(config_file, division=division, round_name=round_name)
+    data, empty, unknown = described.data, described.empty, described.unknown
     text = json.dumps(data, indent=2) + "\n"
     if out is None:
         click.echo(text, nl=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
@@ -30,36 +31,39 @@ import click
 @click.option("--max-qps", type=click.FloatRange(min=0, min_open=True),
               help="highest Server target_qps a probe may ask for (default: the Offline rate)")
 @click.option("--fresh", is_flag=True, help="ignore cached probes")
+@click.option("--quick", is_flag=True, help="1 s probes and confirming runs, fewer candidates: "
+              "a smoke test of the search, not a tuning")
 def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], system: str | None,
                  runs_dir: Path | None, probe_ms: int, confirm_ms: int | None, batch_sizes: str,
                  worker_counts: str, worker_models: str, steps: int, max_qps: float | None,
-                 fresh: bool) -> int:
+                 fresh: bool, quick: bool) -> int:
     """Find Offline expected QPS, stream latency hints and the highest VALID Server rate."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    from ..paths import find_paths
+    from ..api import TuneOptions, tune
     from ..scenarios import Scenario
-    from ..tune import tune
 
     err = Console(stderr=True, soft_wrap=True)
-    paths = find_paths()
-    chosen = [Scenario(s) for s in scenarios] or list(Scenario)
-    sizes = _int_list("--batch-sizes", batch_sizes)
-    counts = _int_list("--workers", worker_counts)
-    models = [m.strip() for m in worker_models.split(",") if m.strip()]
+    models = tuple(m.strip() for m in worker_models.split(",") if m.strip())
     if unknown := sorted(set(models) - {"threads", "processes"}):
         raise click.BadParameter(f"--worker-models: unknown {', '.join(unknown)} "
                                  "(threads, processes)")
-    try:
-        report = tune(paths, benchmark, backend, chosen, system,
-                      (runs_dir or paths.runs).resolve(), probe_ms, confirm_ms, sizes, steps,
-                      fresh, lambda m: err.print(escape(m)), counts, models, max_qps)
-    except RuntimeError as exc:
-        from ..errors import SuiteError
-
-        raise SuiteError(str(exc), hint="look at the probe runs under runs/tune-probes/") from exc
+    options = TuneOptions(
+        benchmark=benchmark, backend=backend, system=system, runs_dir=runs_dir,
+        scenarios=tuple(Scenario(s) for s in scenarios) or tuple(Scenario), probe_ms=probe_ms,
+        confirm_ms=confirm_ms, batch_sizes=tuple(_int_list("--batch-sizes", batch_sizes)),
+        worker_counts=tuple(_int_list("--workers", worker_counts)), worker_models=models,
+        steps=steps, max_qps=max_qps, fresh=fresh)
+    if quick:  # the quick search's sizes, except where an option was given explicitly
+        given = click.get_current_context().get_parameter_source
+        small = TuneOptions.quick()
+        options = dataclasses.replace(options, **{
+            name: getattr(small, name) for name in ("probe_ms", "confirm_ms", "batch_sizes",
+                                                    "steps")
+            if given(name) is not click.core.ParameterSource.COMMANDLINE})
+    report = tune(options, say=lambda m: err.print(escape(m)))
     table = Table(title=f"tuned {benchmark} on {backend} for system '{report.system}'")
     for column in ("scenario", "key", "value", "why"):
         table.add_column(column)

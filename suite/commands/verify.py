@@ -17,14 +17,9 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="machine-readable outcome")
 def verify_command(bundle: Path, key_path: Path, as_json: bool) -> int:
     """Verify a bundle's signature with a pinned public key, then its files."""
-    from ..bundle.keys import load_public
-    from ..bundle.verify import verify_bundle
-    from ..errors import SuiteError
+    from ..api import verify
 
-    result = verify_bundle(bundle, load_public(key_path))
-    if result.unreadable is not None:  # not a verdict on the claims: the file is broken
-        raise SuiteError(f"cannot read the bundle {result.unreadable}",
-                         hint="download or copy the bundle again; it is cut off or corrupt")
+    result = verify(bundle, key_path)
     if as_json:
         sys.stdout.write(json.dumps({
             "ok": result.ok, "signature_ok": result.signature_ok, "files": result.files,
