@@ -4,8 +4,9 @@ Two replicas serve digits for the module (started once, ~3 s); a third server is
 blocked (SIGSTOP) and then killed by the failure tests; a fourth serves a model whose
 output is not the card's. Every LoadGen run is the real CLI in a child process.
 
-Timing: VALID runs are marked ``timing`` (a shared 2-core box can push one query past
-the 10 ms Server bound); an INVALID attempt is repeated once before it counts.
+Timing: a shared 2-core box can push queries past the 10 ms Server bound, so an
+INVALID run is repeated once and then reported as XFAIL ("timing"); an error (exit 1)
+or a missing record always fails.
 """
 
 from __future__ import annotations
@@ -65,45 +66,54 @@ def endpoints_set(urls: list[str]) -> list[str]:
 
 
 def run_valid(runs_dir: Path, scenario: str, *args: str) -> RunResult:
-    """A performance run that must be VALID; an INVALID attempt is repeated once."""
+    """A performance run that must not fail; INVALID (a timing verdict) is repeated once
+    and then reported as XFAIL ("timing"), never as a pass. An error fails at once."""
     for attempt in range(2):
         out = runs_dir / f"attempt{attempt}"
         proc = run_cli("run", "--benchmark", "digits", "--backend", "remote", "--scenario",
                        scenario, "--quick", "--runs-dir", str(out), *args, timeout=180)
         assert proc.returncode in (0, 2), proc.stdout + proc.stderr
+        result = RunResult.load(only_run_dir(out) / "result.json")
         if proc.returncode == 0:
-            return RunResult.load(only_run_dir(out) / "result.json")
+            return result
         print(proc.stdout[-3000:])
-    raise AssertionError(f"{scenario}: INVALID twice (see the tables above)")
+    check_record(result)  # an INVALID run still carries the full record
+    pytest.xfail(f"timing (reported, not gating): {scenario} INVALID twice on a busy box")
+
+
+def check_record(result: RunResult, urls: list[str] | None = None,
+                 transport: str = "grpc") -> None:
+    backend = result.tests[0].backend
+    details = backend["details"]
+    assert details["division"] == "network"
+    assert backend["version"].startswith("mlserver ")
+    for number, url in enumerate(urls or []):
+        # The transport was chosen from the server's /v2 metadata: MLServer lists no
+        # binary_tensor_data, so http:// endpoints speak REST JSON.
+        assert details[f"endpoint{number}"].startswith(f"{url} {transport} server=mlserver ")
+    assert details["max_request_batch"] == str(MAX_BATCH)
 
 
 # -- every scenario VALID through LoadGen, gRPC and REST JSON --------------------------
 
 
-@pytest.mark.timing
 @pytest.mark.parametrize("scenario", list(SCENARIO_ARGS))
 @pytest.mark.parametrize("transport", ["grpc", "rest-json"])
 def test_every_scenario_valid(replicas: Any, runs_dir: Path, transport: str,
                               scenario: str) -> None:
     urls = [r.grpc_url if transport == "grpc" else r.http_url for r in replicas]
     result = run_valid(runs_dir, scenario, *SCENARIO_ARGS[scenario], *endpoints_set(urls))
-    details = result.tests[0].backend["details"]
-    assert details["division"] == "network"
-    for number, url in enumerate(urls):
-        # The transport was chosen from the server's /v2 metadata: MLServer lists no
-        # binary_tensor_data, so http:// endpoints speak REST JSON.
-        assert details[f"endpoint{number}"].startswith(f"{url} {transport} server=mlserver ")
-    assert details["max_request_batch"] == str(MAX_BATCH)
-    assert result.tests[0].backend["version"].startswith("mlserver ")
+    check_record(result, urls, transport)
 
 
-@pytest.mark.timing
 def test_server_with_worker_processes(replicas: Any, runs_dir: Path) -> None:
-    """sut.worker_model = "processes": each worker process loads its own client."""
+    """sut.worker_model = "processes": each worker process loads its own client. (Its
+    warm-up batch comes from the backend's zeroed buffer: uninitialised memory made
+    NaN logits, which MLServer's gRPC path answers with INTERNAL.)"""
+    urls = [r.grpc_url for r in replicas]
     result = run_valid(runs_dir, "server", *SCENARIO_ARGS["server"], "--set",
-                       'sut.worker_model="processes"',
-                       *endpoints_set([r.grpc_url for r in replicas]))
-    assert result.tests[0].backend["details"]["division"] == "network"
+                       'sut.worker_model="processes"', *endpoints_set(urls))
+    check_record(result, urls)
 
 
 def test_accuracy_equals_local_onnxruntime_sample_for_sample(replicas: Any,

@@ -361,6 +361,13 @@ class RemoteBackend(BackendBase):
         return np.concatenate([self._send(batch[i:i + step])
                                for i in range(0, len(batch), step)])
 
+    def input_buffer(self, max_batch: int, sample_shape: tuple[int, ...],
+                     dtype: str) -> Batch | None:
+        """A zeroed buffer: a warm-up batch predicted from it before any gather must
+        hold numbers. Uninitialised memory can hold NaNs, and MLServer's gRPC path fails
+        a NaN output (INTERNAL "required argument is not a float")."""
+        return np.zeros((max_batch, *sample_shape), dtype=dtype)
+
     def endpoint_stats(self) -> list[dict[str, Any]]:
         """Requests and samples each endpoint served so far (for tests and benchmarks)."""
         return [{"endpoint": t.url, "protocol": t.protocol, "requests": r, "samples": s}
