@@ -123,9 +123,10 @@ def make_passing(tree: Path) -> None:
         summary = res / "performance/run_1/mlperf_log_summary.txt"
         summary.write_text(summary.read_text().replace("Result is : INVALID",
                                                        "Result is : VALID"))
-        for test in ("TEST01", "TEST04"):
+        for test in ("TEST01",):  # digits: TEST01 only (the round table's compliance_tests)
             (res / test / "performance/run_1").mkdir(parents=True)
             shutil.copyfile(log, res / test / "performance/run_1/mlperf_log_detail.txt")
+            shutil.copyfile(summary, res / test / "performance/run_1/mlperf_log_summary.txt")
             (res / test / "verify_performance.txt").write_text("TEST PASS\n")
         (res / "TEST01/verify_accuracy.txt").write_text("TEST PASS\n")
 

@@ -23,17 +23,7 @@ built = fx.built
 patch_log = fx.patch_log
 
 
-@pytest.fixture
-def passing_tree(built: fx.Built, tmp_path: Path) -> Path:
-    """``fx.passing_tree`` plus what the round's compliance file list now asks for:
-    each TESTxx/performance/run_1 holds the summary beside the detail log (checker C-4)."""
-    tree = tmp_path / "tree"
-    shutil.copytree(built.tree, tree)
-    fx.make_passing(tree)
-    for summary in tree.glob(f"{RESULTS}/*/performance/run_1/mlperf_log_summary.txt"):
-        for test_run in summary.parents[2].glob("TEST0*/performance/run_1"):
-            shutil.copyfile(summary, test_run / summary.name)
-    return tree
+passing_tree = fx.passing_tree
 
 RULESET = load_rules(find_paths(), "v6.1")
 OFF, SRV = f"{RESULTS}/Offline", f"{RESULTS}/Server"
