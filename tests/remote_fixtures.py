@@ -92,3 +92,30 @@ def lying_server(card: ModelCard, workdir: Path) -> Iterator[Replica]:
 def signal_server(replica: Replica, sig: signal.Signals) -> None:
     """Send ``sig`` to the replica's process group (STOP blocks it, KILL kills it)."""
     os.killpg(replica.process.pid, sig)
+
+
+# -- the backend contract suite's `remote` variant ------------------------------------
+# Its Variant needs endpoints when the module is collected, so the ports are picked at
+# import and the servers start on first use (once per session, stopped at exit).
+
+CONTRACT_PORTS = [(free_port(), free_port()) for _ in range(2)]
+CONTRACT_OPTIONS: dict[str, Any] = {
+    "endpoints": [f"grpc://127.0.0.1:{grpc}" for _, grpc in CONTRACT_PORTS]}
+_contract: list[Replica] = []
+
+
+def ensure_contract_servers() -> None:
+    """Start the two replicas behind ``CONTRACT_OPTIONS`` unless they are running."""
+    if _contract and all(r.process.poll() is None for r in _contract):
+        return
+    import atexit
+    import tempfile
+
+    from suite.models import load_card
+    from suite.paths import find_paths
+
+    card = load_card(find_paths(), "digits")
+    workdir = Path(tempfile.mkdtemp(prefix="contract-remote-"))
+    _contract[:] = start_replicas(card, 2, workdir, max_batch_size=256,
+                                  ports=CONTRACT_PORTS)
+    atexit.register(stop_replicas, list(_contract))
