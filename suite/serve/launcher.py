@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -125,6 +126,8 @@ def start_replicas(card: ModelCard, count: int, workdir: Path, *, host: str = "1
     """
     if count < 1:
         raise ServeError(f"--replicas {count}: at least one replica is needed")
+    if importlib.util.find_spec("mlserver") is None:
+        raise ServeError("MLServer is not installed", hint="pip install -e '.[remote]'")
     chosen = settings or model_settings(card, max_batch_size)
     replicas: list[Replica] = []
     try:
