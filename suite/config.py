@@ -202,7 +202,7 @@ def default_system_name() -> str:
 def tuned_settings_path(paths: Paths, system: str, backend: str) -> Path:
     """Where ``suite tune`` writes, and ``suite run`` reads, a system's tuned settings."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", backend)
-    return paths.scenarios / "systems" / system / f"{safe}.toml"
+    return paths.systems / system / f"{safe}.toml"
 
 
 def _choice(value: str, enum: type[Scenario] | type[Mode], what: str) -> Any:
@@ -387,7 +387,7 @@ def _absolute_paths(data: DataConfig, paths: Paths) -> DataConfig:
     return data.model_copy(update={
         "dataset_dir": absolute(data.dataset_dir),
         "model_path": absolute(data.model_path),
-        "cache_dir": absolute(data.cache_dir) or str(paths.home / "cache"),
+        "cache_dir": absolute(data.cache_dir) or str(paths.cache),
     })
 
 
@@ -418,7 +418,7 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
     tuned_file = tuned_settings_path(paths, system, request.backend)
     if request.use_tuned and tuned_file.is_file():
         normal, _ = _layers_from_table(
-            _read_toml(tuned_file), str(tuned_file.relative_to(paths.home)), ctx, True)
+            _read_toml(tuned_file), paths.label(tuned_file), ctx, True)
         layers += normal
     if request.quick:
         layers += quick

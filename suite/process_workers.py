@@ -382,12 +382,13 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim
            sample_dtype: np.dtype[Any], response_dtype: np.dtype[Any],
            raw: RawInput | None) -> None:
     from .child import load_model
+    from .errors import BackendError
     from .output_contract import OutputContract
     from .postprocess import make_postprocess
 
     card, backend, _ = load_model(spec.home, spec.config)
     if raw is not None and not backend.accept_raw_input(raw):
-        raise RuntimeError("the backend took the raw input form in the LoadGen process "
+        raise BackendError("the backend took the raw input form in the LoadGen process "
                            "but refused it in a worker process")
     postprocess, _ = make_postprocess(card)
     check = OutputContract(spec.config.backend, card).check

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import RunConfig
-from .errors import SuiteError
+from .errors import ConfigError, SuiteError
 from .logs import DETAIL_LOG, parse_detail_log
 from .results import PerformanceSummary, Status, TestResult, summarize_performance
 from .rules import RuleSet
@@ -63,7 +63,8 @@ def create_run_dir(runs_dir: Path, benchmark: str, scenario: str, mode: str) -> 
         except FileExistsError:
             continue
         return path
-    raise RuntimeError(f"could not create a fresh run directory under {runs_dir}")
+    raise ConfigError(f"could not create a fresh run directory under {runs_dir}: 999 "
+                      "names for this second are taken", hint="use another --runs-dir")
 
 
 @dataclass

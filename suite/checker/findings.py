@@ -1,4 +1,5 @@
-"""The findings model of ``suite check``: the rule registry, findings and the report.
+"""``suite check``'s rule registry and report; its findings are the one ``Finding``
+model every tool shares (``suite.findings``).
 
 Every rule has a stable id (``PERF-DURATION``, ``SYS-TYPE``, ...). A rule marked
 ``strict_only`` is one the official checker does not enforce although the written rules
@@ -14,15 +15,11 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-REPORT_SCHEMA_VERSION = 1
+from ..findings import Finding as Finding
+from ..findings import Severity as Severity
 
-
-class Severity(StrEnum):
-    """``error`` fails the result it is on; ``warning`` and ``info`` never fail."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
+# 2: findings are suite.findings.Finding (adds key, source and evidence).
+REPORT_SCHEMA_VERSION = 2
 
 
 class RuleId(StrEnum):
@@ -165,21 +162,6 @@ RULES: dict[RuleId, Rule] = {rule.id: rule for rule in [
        "checker, not a verdict on the file); the traceback is in the finding",
        "infersuite: a missing verdict is a failure"),
 ]}
-
-
-class Finding(BaseModel):
-    """One failed (or noteworthy) rule on one result, system or submitter."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    rule: str
-    severity: Severity
-    result: str | None
-    file: str | None
-    expected: str | None
-    found: str | None
-    message: str
-    hint: str
 
 
 class ResultReport(BaseModel):

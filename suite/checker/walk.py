@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..errors import ConfigError
 from ..rules import RuleSet, SubmissionRules
 from ..scenarios import SPECS, Scenario
 from .accuracy import check_accuracy
@@ -29,7 +30,7 @@ _ROOT_OK_SUFFIXES = (".md", ".pdf")
 _ROOT_OK_NAMES = ("attestation.dsse.json",)
 
 
-class NotCheckable(ValueError):
+class NotCheckable(ConfigError, ValueError):
     """``path`` is neither a run directory nor a submission tree (a usage error)."""
 
 

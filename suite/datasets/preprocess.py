@@ -27,6 +27,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ..errors import DatasetError
+
 Layout = Literal["NCHW", "NHWC"]
 
 
@@ -53,7 +55,7 @@ class NormalizeParams:
     layout: Layout = "NCHW"
 
 
-class ImageError(Exception):
+class ImageError(DatasetError):
     """An image that cannot be decoded; the message names the file."""
 
 
