@@ -278,14 +278,24 @@ def lint(request: ConfigRequest, paths: Paths | None = None) -> LintReport:
 
 
 def check(path: Path, round_name: str | None = None, *, compat_official: bool = False,
-          paths: Paths | None = None) -> CheckReport:
-    """Check a run directory or a submission tree against a round's rules."""
+          submission_exceptions: bool = False, paths: Paths | None = None) -> CheckReport:
+    """Check a run directory or a submission tree against a round's rules.
+
+    Without ``round_name`` the round is the one a tree's LoadGen seeds name
+    (``RoundError`` when none or two match); ``submission_exceptions`` waives LoadGen's
+    uncommitted-build error only, as the official flag does.
+    """
     from .checker import NotCheckable, check_path
+    from .checker.models import detect_round
     from .rules import DEFAULT_ROUND, load_rules
 
-    rules = load_rules(paths or find_paths(), round_name or DEFAULT_ROUND)
+    paths = paths or find_paths()
+    if round_name is None and path.is_dir():
+        round_name = detect_round(path, paths)
+    rules = load_rules(paths, round_name or DEFAULT_ROUND)
     try:
-        return check_path(path, rules, compat_official=compat_official)
+        return check_path(path, rules, compat_official=compat_official,
+                          submission_exceptions=submission_exceptions)
     except NotCheckable as exc:
         raise ConfigError(str(exc), hint="give a runs/<run> directory or a submission "
                           "tree root (the directory holding closed/ or open/)") from None

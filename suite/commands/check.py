@@ -26,23 +26,11 @@ def check_command(path: Path, round_name: str | None, as_json: bool,
     """Validate a run directory or a submission tree; every finding names its rule."""
     from rich.console import Console
 
-    from ..checker import NotCheckable, check_path
-    from ..checker.models import detect_round
+    from ..api import check
     from ..checker.render import render
-    from ..errors import ConfigError
-    from ..paths import find_paths
-    from ..rules import DEFAULT_ROUND, load_rules
 
-    paths = find_paths()
-    if round_name is None and path.is_dir():
-        round_name = detect_round(path, paths)  # RoundError (exit 1) when ambiguous
-    rules = load_rules(paths, round_name or DEFAULT_ROUND)
-    try:
-        report = check_path(path, rules, compat_official=compat_official,
-                            submission_exceptions=submission_exceptions)
-    except NotCheckable as exc:
-        raise ConfigError(str(exc), hint="give a runs/<run> directory or a submission "
-                          "tree root (the directory holding closed/ or open/)") from None
+    report = check(path, round_name, compat_official=compat_official,
+                   submission_exceptions=submission_exceptions)
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
