@@ -41,6 +41,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import bench_checker  # noqa: E402
+import bench_fixed_cost  # noqa: E402
 import bench_simulated  # noqa: E402
 import numpy as np  # noqa: E402
 import raw  # noqa: E402
@@ -275,6 +277,8 @@ def main() -> int:
             "resnet50_shaped": None if args.skip_resnet50 else measure_resnet50(args, tmp),
             "simulated": None if args.skip_simulated else bench_simulated.measure(
                 args.seconds, 5, tmp / "simulated"),
+            "fixed_cost": bench_fixed_cost.measure(tmp / "fixed_cost", args.repeats),
+            "checker": bench_checker.measure(tmp / "checker"),
             "note": "harness figures are LoadGen's own; raw figures time session.run in a "
                     "plain loop; ratios are formed within this invocation",
         }
