@@ -31,13 +31,15 @@ import time
 import traceback
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from pydantic import BaseModel, ConfigDict
 
 from . import backends, datasets, signals
 from .backends import BackendBase, BackendInfo
 from .config import RunConfig
+from .llm.card import is_llm_benchmark
+from .llm.child import build_llm_sut
 from .loadgen import Completer, run_test
 from .models import ModelCard, load_card
 from .output_contract import OutputContract
@@ -219,21 +221,26 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
     drained = threading.Event()
     try:
         state.enter("loading model")
-        card, backend, info = load_model(spec.home, config)
-        status.backend = asdict(info)
-        state.enter("opening dataset")
-        # The parent built the preprocessing cache; here it is only opened.
-        dataset = datasets.create(card, config.data)
-        postprocess, response_dtype = make_postprocess(card)
-        state.enter("warming up")
-        sut = state.sut = SystemUnderTest(
-            backend, dataset, postprocess, Completer(response_dtype),
-            config.scenario, config.sut, on_drain=drained.set,
-            latency_bound_ms=config.loadgen.latency_bound_ms,
-            target_qps=config.loadgen.target_qps,
-            contract=OutputContract(config.backend, card),
-            worker_spec=WorkerSpec(spec.home, config),
-        )
+        if is_llm_benchmark(find_paths(spec.home), config.benchmark):
+            # A text-generation card: suite.llm builds the token-latency SUT (same surface).
+            llm_sut, status.backend = build_llm_sut(spec.home, config, drained.set)
+            sut = state.sut = cast(SystemUnderTest, llm_sut)
+        else:
+            card, backend, info = load_model(spec.home, config)
+            status.backend = asdict(info)
+            state.enter("opening dataset")
+            # The parent built the preprocessing cache; here it is only opened.
+            dataset = datasets.create(card, config.data)
+            postprocess, response_dtype = make_postprocess(card)
+            state.enter("warming up")
+            sut = state.sut = SystemUnderTest(
+                backend, dataset, postprocess, Completer(response_dtype),
+                config.scenario, config.sut, on_drain=drained.set,
+                latency_bound_ms=config.loadgen.latency_bound_ms,
+                target_qps=config.loadgen.target_qps,
+                contract=OutputContract(config.backend, card),
+                worker_spec=WorkerSpec(spec.home, config),
+            )
         sut.warmup()
         state.enter("starting workers")
         threading.Thread(target=_hard_exit_after_drain,

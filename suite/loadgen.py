@@ -163,6 +163,38 @@ class Completer:
             self.completed += n
 
 
+class TokenCompleter:
+    """LLM completions (``use_token_latencies``): int32 token ids, with ``n_tokens``.
+
+    ``first_token`` is LoadGen's ``FirstTokenComplete`` (the time to first token);
+    ``complete`` is ``QuerySamplesComplete`` with the 4-argument response whose
+    ``n_tokens`` LoadGen divides the rest of the latency by (TPOT). Payloads only have
+    to outlive the call, as for ``Completer``.
+    """
+
+    def __init__(self) -> None:
+        self.completed = 0
+
+    def first_token(self, qid: int, token: int) -> None:
+        payload = np.array([token], dtype=np.int32)
+        lg.FirstTokenComplete([lg.QuerySampleResponse(qid, payload.ctypes.data, 4)])
+
+    def complete(self, items: Sequence[tuple[int, Sequence[int]]]) -> None:
+        """Complete each (query id, generated token ids)."""
+        payloads = [np.asarray(tokens, dtype=np.int32) for _, tokens in items]
+        lg.QuerySamplesComplete([
+            lg.QuerySampleResponse(qid, p.ctypes.data, p.nbytes, len(p))
+            for (qid, _), p in zip(items, payloads, strict=True)])
+        self.completed += len(items)
+
+    def complete_empty(self, ids: Sequence[int]) -> None:
+        """Complete ``ids`` with no tokens (a failed or drained sample; LoadGen logs each)."""
+        for start in range(0, len(ids), 4096):
+            chunk = ids[start:start + 4096]
+            lg.QuerySamplesComplete([lg.QuerySampleResponse(qid, 0, 0, 0) for qid in chunk])
+            self.completed += len(chunk)
+
+
 def loadgen_version() -> str:
     """The installed LoadGen's version string, without importing anything else."""
     from importlib.metadata import version

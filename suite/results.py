@@ -62,6 +62,8 @@ class PerformanceSummary(_Frozen):
     latency_ns: dict[str, float]
     effective: dict[str, Any]
     loadgen_version: str | None
+    #: LLM runs (``use_token_latencies``): TTFT/TPOT and tokens/s, from the detail log.
+    tokens: dict[str, float] = {}
 
     @property
     def is_valid(self) -> bool:
@@ -102,7 +104,25 @@ def summarize_performance(log: DetailLog, scenario: Scenario) -> PerformanceSumm
         latency_ns=latency,
         effective=effective,
         loadgen_version=log.get("loadgen_version"),
+        tokens=token_metrics(log),
     )
+
+
+#: LLM token metrics: result.json name -> detail-log key (LoadGen's ``results.cc`` names).
+TOKEN_KEYS = {
+    "ttft_p99_ns": "result_first_token_99.00_percentile_latency_ns",
+    "ttft_mean_ns": "result_first_token_mean_latency_ns",
+    "tpot_p99_ns": "result_time_per_output_token_99.00_percentile_ns",
+    "tpot_mean_ns": "result_time_to_output_token_mean",
+    "tokens_per_second": "result_tokens_per_second",
+    "completed_tokens_per_second": "result_completed_tokens_per_second",
+}
+
+
+def token_metrics(log: DetailLog) -> dict[str, float]:
+    """The token metrics the detail log holds (none for a run without token latencies)."""
+    return {name: float(log.values[key]) for name, key in TOKEN_KEYS.items()
+            if isinstance(log.values.get(key), int | float)}
 
 
 class AccuracyResult(_Frozen):
@@ -116,6 +136,8 @@ class AccuracyResult(_Frozen):
     total: int
     log_sha256: str
     loadgen_errors: list[str]
+    #: Further scores (LLM: ROUGE-1/2/L, tokens per sample and its bounds).
+    details: dict[str, float] = {}
 
 
 class TestResult(_Frozen):

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .config import RunConfig
+from .llm.conf import token_conf_lines
 from .rules import RuleSet
 from .scenarios import Mode, Scenario
 
@@ -135,6 +136,7 @@ def write_settings(
             user.append(f"# {line.source_key} from {source}")
             user.append(text)
 
+    mlperf += token_conf_lines(rules, config.benchmark, config.scenario)  # LLM only
     test_dir.mkdir(parents=True, exist_ok=True)
     mlperf_path, user_path = test_dir / "mlperf.conf", test_dir / "user.conf"
     mlperf_path.write_text("\n".join(mlperf) + "\n", encoding="utf-8")

@@ -38,6 +38,7 @@ BUILTIN: dict[str, str] = {
     "remote": "suite.backends.remote:RemoteBackend",
     "simulated": "suite.backends.simulated:SimulatedBackend",
     "torch": "suite.backends.pytorch:TorchBackend",
+    "torch-llm": "suite.llm.backend:TorchLLMBackend",
     "tensorrt": "suite.backends.trt:TensorRTBackend",
 }
 

@@ -1,0 +1,14 @@
+"""The LLM path: token-latency benchmarks (TTFT/TPOT) on a generation backend.
+
+Modules, in pipeline order:
+
+* ``card``: the LLM model card (``task = "text-generation"``) and its verification;
+* ``tokenizer`` and ``dataset``: the committed prompts/references and their token ids;
+* ``generation``: the backend seam (``prefill``/``decode``/``release``) and the torch backend;
+* ``batcher``: continuous batching over that seam (and the static baseline);
+* ``sut``: the LoadGen-facing SUT (``FirstTokenComplete``, ``n_tokens``);
+* ``accuracy``: ROUGE and tokens per sample from the accuracy log;
+* ``run``: one LLM run end to end through the child process and LoadGen.
+
+Nothing here imports torch or LoadGen at import time.
+"""

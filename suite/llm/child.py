@@ -1,0 +1,37 @@
+"""How the child process builds an LLM SUT (``suite.child`` calls ``build_llm_sut``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ..backends import backend_class
+from ..config import RunConfig
+from ..errors import BackendError
+from ..loadgen import TokenCompleter
+from ..paths import find_paths
+from ..scenarios import Scenario
+from .backend import TorchLLMBackend
+from .card import load_llm_card
+from .dataset import LLMDataset
+from .generation import GenerationConfig
+from .sut import LLMSystemUnderTest
+
+
+def build_llm_sut(home: Path, config: RunConfig,
+                  on_drain: Any = None) -> tuple[LLMSystemUnderTest, dict[str, Any]]:
+    """The LLM SUT for ``config`` and its backend's record (for ``status.json``)."""
+    card = load_llm_card(find_paths(home), config.benchmark)
+    cls = backend_class(config.backend)
+    backend = cls(cls.Options.model_validate(config.backend_options))
+    if not isinstance(backend, TorchLLMBackend):
+        raise BackendError(f"backend '{config.backend}' cannot run the text-generation card "
+                        f"{card.card_path}; use --backend torch-llm")
+    gen, info = backend.open(card, config.sut.max_batch_size)
+    dataset = LLMDataset(card, config.data.dataset_dir)
+    sut = LLMSystemUnderTest(
+        gen, dataset, GenerationConfig.from_card(card), TokenCompleter(),
+        report_first_token=config.scenario is not Scenario.OFFLINE,
+        max_batch=config.sut.max_batch_size, on_drain=on_drain)
+    return sut, asdict(info)

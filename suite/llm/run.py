@@ -1,0 +1,102 @@
+"""One LLM benchmark run end to end: ``run(request)`` for a text-generation card.
+
+The same path as ``suite.api.run`` for the other benchmarks: the config and the round's
+rules, the card's weights verified, the dataset opened, then each LoadGen test in its own
+child process (``suite.runner.run_in_child``; the child builds ``suite.llm.sut``), accuracy
+from LoadGen's accuracy log (ROUGE, tokens per sample), ``result.json``. Performance,
+TTFT/TPOT and tokens/s come only from LoadGen's detail log (``results``).
+
+Example::
+
+    result = run(ConfigRequest(benchmark="tinylm", backend="torch-llm", scenario="server",
+                               quick=True))
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .. import backends
+from ..config import ConfigRequest, load_config
+from ..errors import SuiteError
+from ..logs import DETAIL_LOG, parse_detail_log
+from ..paths import Paths, find_paths
+from ..results import AccuracyResult, RunResult, Status, TestResult
+from ..runner import ProgressCallback, create_run_dir, run_in_child
+from ..scenarios import Mode
+from .accuracy import score_log
+from .card import LLMCard, load_llm_card, verify_weights
+from .dataset import LLMDataset
+
+EXIT_CODES = {Status.VALID: 0, Status.INVALID: 2, Status.FAILED: 1, Status.INTERRUPTED: 130}
+_SEVERITY = [Status.VALID, Status.INVALID, Status.FAILED, Status.INTERRUPTED]
+
+
+def run(request: ConfigRequest, paths: Paths | None = None,
+        on_progress: ProgressCallback | None = None) -> RunResult:
+    """Run an LLM benchmark request; write and return its ``RunResult``."""
+    paths = paths or find_paths()
+    config, rules = load_config(request, paths)
+    card = load_llm_card(paths, config.benchmark)
+    sha = verify_weights(card)
+    backends.ensure_available(config.backend, config.backend_options)
+    dataset = LLMDataset(card, config.data.dataset_dir)
+    bench = rules.benchmark(config.benchmark)
+    reasons = list(config.non_submittable_reasons)
+    if dataset.total_count != bench.dataset_size:
+        reasons.append(f"the dataset has {dataset.total_count} samples; round {rules.round} "
+                       f"requires {bench.dataset_size}")
+    run_dir = create_run_dir(config.runs_dir, config.benchmark, config.scenario.value,
+                             config.mode.value)
+    (run_dir / "STATUS").write_text(f"RUNNING since {_now()}\n", encoding="utf-8")
+    (run_dir / "config.json").write_text(config.model_dump_json(indent=2) + "\n")
+    described = dataset.describe()
+    (run_dir / "dataset.json").write_text(json.dumps(described, indent=2) + "\n")
+    tests: list[TestResult] = []
+    for mode in config.mode.tests():
+        test = run_in_child(config, rules, mode, run_dir / mode.value, paths.home, on_progress,
+                            dataset_size=dataset.total_count)
+        if mode is Mode.ACCURACY and test.status is Status.VALID:
+            test = score_test(test, card, dataset, bench.accuracy_target)
+        tests.append(test)
+        if test.status in (Status.FAILED, Status.INTERRUPTED):
+            break
+    status = max((t.status for t in tests), key=_SEVERITY.index)
+    result = RunResult(
+        run_id=run_dir.name, run_dir=str(run_dir), created_utc=_now(),
+        benchmark=config.benchmark, scenario=config.scenario.value, mode=config.mode.value,
+        backend=config.backend, round=config.round, model_sha256=sha, dataset=described,
+        submittable=not reasons and status is Status.VALID,
+        non_submittable_reasons=reasons + ([] if status is Status.VALID
+                                           else [f"the run is {status.value}"]),
+        status=status, exit_code=EXIT_CODES[status], tests=tests)
+    result.dump(run_dir / "result.json")
+    (run_dir / "STATUS").write_text(f"{status.value} (exit code {result.exit_code}); see "
+                                    "result.json\n", encoding="utf-8")
+    return result
+
+
+def score_test(test: TestResult, card: LLMCard, dataset: LLMDataset,
+               target: float) -> TestResult:
+    """The accuracy test's verdict from its accuracy log (a bad log fails the test)."""
+    test_dir = Path(test.directory)
+    try:
+        errors = parse_detail_log(test_dir / DETAIL_LOG).errors
+        scored = score_log(test_dir, card, dataset.tokenizer.decode, dataset.references, target)
+    except SuiteError as exc:
+        return test.model_copy(update={"status": Status.FAILED, "message": str(exc)})
+    accuracy = AccuracyResult(
+        metric="ROUGEL", value=scored.rouge["rougeL"], target=target,
+        passed=scored.passed and not errors, good=scored.total, total=scored.total,
+        log_sha256=scored.log_sha256, loadgen_errors=errors[:20],
+        details={**scored.rouge, "tokens_per_sample": scored.tokens_per_sample,
+                 "tokens_per_sample_min": scored.tokens_bounds[0],
+                 "tokens_per_sample_max": scored.tokens_bounds[1]})
+    status = Status.VALID if accuracy.passed else Status.INVALID
+    return test.model_copy(update={"accuracy": accuracy, "status": status})
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
