@@ -152,6 +152,8 @@ class _Transport:
         self.input = ""
         self.output = ""
         self.datatype = ""
+        self._module: Any = None
+        self._wanted: list[Any] | None = None
 
     @property
     def grpc(self) -> bool:
@@ -181,20 +183,22 @@ class _Transport:
 
     def infer(self, batch: Batch) -> Outputs:
         binary = self.protocol != "rest-json"
-        module = _client_module(self.grpc)
-        tensor = module.InferInput(self.input, list(batch.shape), self.datatype)
-        wanted = module.InferRequestedOutput(self.output, **({} if self.grpc else
-                                                             {"binary_data": binary}))
+        if self._wanted is None:  # built once: infer is on the latency path
+            self._module = _client_module(self.grpc)
+            self._wanted = [self._module.InferRequestedOutput(
+                self.output, **({} if self.grpc else {"binary_data": binary}))]
+        tensor = self._module.InferInput(self.input, list(batch.shape), self.datatype)
+        wanted = self._wanted
         if self.grpc:
             tensor.set_data_from_numpy(batch)
             result = self.call("infer", self.model, [tensor], model_version=self.version,
-                               outputs=[wanted])
+                               outputs=wanted)
         else:
             tensor.set_data_from_numpy(batch, binary_data=binary)
             # MLServer refuses a JSON body sent without its content type.
             headers = None if binary else {"Content-Type": "application/json"}
             result = self.call("infer", self.model, [tensor], model_version=self.version,
-                               outputs=[wanted], headers=headers)
+                               outputs=wanted, headers=headers)
         outputs = result.as_numpy(self.output)
         if outputs is None:
             raise BackendError(f"endpoint {self.url}: the response has no output "
