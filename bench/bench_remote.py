@@ -185,6 +185,13 @@ def measure(seconds: float, tmp: Path, steps: int = 4, processes: int = 2) -> di
                 f"loadgen.target_qps={qps:.0f}", f"sut.workers={processes}",
                 'sut.worker_model="processes"', "sut.max_batch_size=16"], replicas)
             probe["target_qps"] = round(qps)
+            # The client's CPU in the run: requests x its measured CPU per request (the
+            # child's own total also holds imports, loading and warm-up); the servers'
+            # from /proc. Reported for every probe, VALID or not.
+            client_s = (probe["requests"] or 0) * per_request["ours_cpu_us_per_request"] / 1e6
+            total = client_s + probe["server_cpu_s"]
+            probe["client_cpu_share"] = round(client_s / total, 3) if total else None
+            probe["server_cpu_share"] = round(probe["server_cpu_s"] / total, 3) if total else None
             probes.append(probe)
             if probe["valid"]:
                 lo, best = qps, probe
@@ -193,11 +200,6 @@ def measure(seconds: float, tmp: Path, steps: int = 4, processes: int = 2) -> di
     finally:
         stop_replicas(replicas)
     ratio = (ours["metric"] or 0.0) / raw["samples_per_s"]
-    # The client's CPU in the run: requests x its measured CPU per request (the child's
-    # own total also holds imports, loading and warm-up); the servers' from /proc.
-    server_cpu = best["server_cpu_s"] if best else 0.0
-    client_cpu = (best["requests"] or 0) * per_request["ours_cpu_us_per_request"] / 1e6 \
-        if best else 0.0
     return {
         "machine_cores": os.cpu_count(),
         # Other tenants' load on the shared cores (1-minute load average at the end).
@@ -207,10 +209,8 @@ def measure(seconds: float, tmp: Path, steps: int = 4, processes: int = 2) -> di
         "server_10ms_two_replicas": {
             "client_processes": processes,
             "highest_valid_qps": best["target_qps"] if best else None,
-            "client_cpu_share": (round(client_cpu / (client_cpu + server_cpu), 3)
-                                 if best else None),
-            "server_cpu_share": (round(server_cpu / (client_cpu + server_cpu), 3)
-                                 if best else None),
+            "client_cpu_share": best["client_cpu_share"] if best else None,
+            "server_cpu_share": best["server_cpu_share"] if best else None,
             "client_cpu_us_per_request": per_request,
             "one_client_core_requests_per_s": round(
                 1e6 / per_request["ours_cpu_us_per_request"]),

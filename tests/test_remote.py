@@ -351,3 +351,33 @@ def test_serve_prints_endpoints_that_answer(tmp_path: Path) -> None:
             proc.kill()
     # The replica's process group is gone with it.
     assert proc.returncode in (1, 130)
+
+
+def test_replicas_die_with_the_process_that_started_them(tmp_path: Path) -> None:
+    """A SIGKILLed `suite serve` (or test run) leaves no MLServer behind."""
+    script = ("import sys, time; from pathlib import Path; "
+              "from suite.models import load_card; from suite.paths import find_paths; "
+              "from suite.serve.launcher import start_replicas; "
+              "r = start_replicas(load_card(find_paths(), 'digits'), 1, Path(sys.argv[1])); "
+              "print(r[0].process.pid, flush=True); time.sleep(120)")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=REPO,
+                            env=cli_env(), stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    try:
+        pid = int(proc.stdout.readline() or "0")
+        assert pid, "the replica did not start"
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _running(pid), f"MLServer {pid} outlived the process that started it"
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie (exited, waiting to be reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backends.remote_check import V2_DATATYPES
 from ..errors import SuiteError
+from ..signals import die_with_parent
 
 if TYPE_CHECKING:
     from ..models import ModelCard
@@ -154,9 +155,17 @@ def _spawn(directory: Path, host: str, http_port: int, grpc_port: int,
     command = [sys.executable, "-c", "import sys; from mlserver.cli import main; "
                "sys.argv[0] = 'mlserver'; sys.exit(main())", "start", str(directory)]
     with (directory / "mlserver.log").open("wb") as log:
+        # Its own session (Ctrl-C in a terminal reaches `suite serve`, which stops the
+        # replicas in order), and TERM when the starting process dies, even by SIGKILL:
+        # a killed test run or `suite serve` leaves no server behind.
         process = subprocess.Popen(command, cwd=directory, env=env, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT, start_new_session=True,
+                                   preexec_fn=_term_with_parent)
     return Replica(directory, host, http_port, grpc_port, process, model)
+
+
+def _term_with_parent() -> None:
+    die_with_parent(None)
 
 
 def wait_ready(replica: Replica, timeout_s: float) -> None:
