@@ -1,0 +1,186 @@
+"""Units of the LLM path: conf lines from the round table, the SUT's LoadGen calls (with a
+recording completer and a scripted generation backend), accuracy-log decoding, the card's
+weight check and the token metrics read from a detail log."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from suite.errors import ModelError, SuiteError
+from suite.llm.accuracy import decode_outputs
+from suite.llm.card import card_name, is_llm_benchmark, load_llm_card, verify_weights
+from suite.llm.conf import token_conf_lines
+from suite.llm.generation import GenerationConfig
+from suite.llm.sut import LLMSystemUnderTest
+from suite.logs import parse_detail_log
+from suite.paths import find_paths
+from suite.results import token_metrics
+from suite.rules import load_rules
+from suite.scenarios import Scenario
+
+CONFIG = GenerationConfig(max_new_tokens=6, min_new_tokens=2, eos_id=0)
+
+
+def test_conf_lines_come_from_the_round_row() -> None:
+    rules = load_rules(find_paths(), "v6.1")
+    bounds = rules.models["tinylm"].token_latency_ns
+    assert token_conf_lines(rules, "tinylm", Scenario.OFFLINE) == [
+        "tinylm.Offline.use_token_latencies = 1"]
+    assert token_conf_lines(rules, "tinylm", Scenario.SERVER) == [
+        "tinylm.Server.use_token_latencies = 1",
+        f"tinylm.Server.ttft_latency = {bounds['Server'].ttft // 1_000_000}",
+        f"tinylm.Server.tpot_latency = {bounds['Server'].tpot // 1_000_000}"]
+    interactive = token_conf_lines(rules, "tinylm-interactive", Scenario.SERVER)
+    assert interactive[1:] == [
+        f"tinylm-interactive.Server.ttft_latency = {bounds['Interactive'].ttft // 1_000_000}",
+        f"tinylm-interactive.Server.tpot_latency = {bounds['Interactive'].tpot // 1_000_000}"]
+    assert token_conf_lines(rules, "digits", Scenario.SERVER) == []
+
+
+def test_llm_cards_are_recognised_and_interactive_uses_the_same_card() -> None:
+    paths = find_paths()
+    assert is_llm_benchmark(paths, "tinylm") and is_llm_benchmark(paths, "tinylm-interactive")
+    assert not is_llm_benchmark(paths, "digits")
+    assert card_name("tinylm-interactive") == "tinylm"
+    card = load_llm_card(paths, "tinylm-interactive")
+    assert card.name == "tinylm" and card.generation.min_new_tokens >= 2
+
+
+def test_modified_weights_are_refused(tmp_path: Path) -> None:
+    card = load_llm_card(find_paths(), "tinylm")
+    assert verify_weights(card) == card.model.torch_state_dict_sha256
+    copy = tmp_path / "tinylm"
+    shutil.copytree(card.directory, copy)
+    with (copy / card.model.torch_state_dict).open("ab") as handle:
+        handle.write(b"\0")
+    with pytest.raises(ModelError, match="do not match"):
+        verify_weights(card.model_copy(update={"directory": copy}))
+
+
+class _Scripted:
+    """A generation backend whose sequence ``seq`` emits prompt[0]+1, +2, ... then EOS."""
+
+    max_sequences = 4
+
+    def __init__(self) -> None:
+        self.live: dict[int, list[int]] = {}
+
+    def prefill(self, seq: int, prompt: Sequence[int]) -> int:
+        length = prompt[0]
+        self.live[seq] = [*range(10, 10 + length - 1), 0]
+        return self.live[seq].pop(0)
+
+    def decode(self) -> dict[int, int]:
+        return {seq: toks.pop(0) if toks else 7 for seq, toks in self.live.items()}
+
+    def release(self, seq: int) -> None:
+        del self.live[seq]
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, list[int]]] = []
+        self.completed = 0
+
+    def first_token(self, qid: int, token: int) -> None:
+        self.calls.append(("first", qid, [token]))
+
+    def complete(self, items: Sequence[tuple[int, Sequence[int]]]) -> None:
+        self.calls += [("done", qid, list(tokens)) for qid, tokens in items]
+        self.completed += len(items)
+
+    def complete_empty(self, ids: Sequence[int]) -> None:
+        self.calls += [("empty", qid, []) for qid in ids]
+
+
+class _Dataset:
+    def __init__(self) -> None:
+        self.prompts = [[3], [5], [2], [9]]
+
+    def load(self, indices: list[int]) -> None: ...
+
+    def unload(self, indices: list[int]) -> None: ...
+
+
+def _sut(first: bool) -> tuple[LLMSystemUnderTest, _Recorder]:
+    recorder = _Recorder()
+    sut = LLMSystemUnderTest(_Scripted(), _Dataset(), CONFIG, recorder,  # type: ignore[arg-type]
+                             report_first_token=first, max_batch=2)
+    return sut, recorder
+
+
+def test_server_sut_reports_the_first_token_then_all_tokens() -> None:
+    sut, recorder = _sut(first=True)
+    sut.issue([100, 101, 102], [0, 1, 2])
+    while sut.batcher.live or sut.batcher.waiting:
+        sut.batcher.step()
+    done = {qid: toks for kind, qid, toks in recorder.calls if kind == "done"}
+    assert done == {100: [10, 11, 0], 101: [10, 11, 12, 13, 0], 102: [10, 0]}
+    for qid, tokens in done.items():
+        first = recorder.calls.index(("first", qid, [tokens[0]]))
+        assert first < recorder.calls.index(("done", qid, tokens))
+    assert sut.batcher.step_sizes[0] == 2  # max_batch: the third waited for a free slot
+
+
+def test_offline_sut_sends_no_first_token_and_stops_at_max_new_tokens() -> None:
+    sut, recorder = _sut(first=False)
+    sut.issue([7], [3])
+    while sut.batcher.live or sut.batcher.waiting:
+        sut.batcher.step()
+    assert recorder.calls == [("done", 7, [10, 11, 12, 13, 14, 15])]
+
+
+def test_drain_answers_waiting_and_live_samples_once() -> None:
+    sut, recorder = _sut(first=True)
+    drained: list[bool] = []
+    sut._on_drain = lambda: drained.append(True)
+    sut.issue([1, 2, 3], [1, 1, 1])
+    sut.batcher.step()
+    sut.drain()
+    sut.issue([4], [0])
+    empties = sorted(qid for kind, qid, _ in recorder.calls if kind == "empty")
+    assert empties == [1, 2, 3, 4] and drained == [True]
+    sut.batcher.step()  # nothing left: no second answer
+    assert sorted(qid for kind, qid, _ in recorder.calls if kind != "first") == [1, 2, 3, 4]
+
+
+def _log(tmp: Path, entries: list[dict[str, object]]) -> Path:
+    path = tmp / "mlperf_log_accuracy.json"
+    path.write_text(json.dumps(entries))
+    return path
+
+
+def _hex(tokens: list[int]) -> str:
+    return b"".join(t.to_bytes(4, "little", signed=True) for t in tokens).hex().upper()
+
+
+def test_accuracy_log_decoding_refuses_gaps_and_conflicts(tmp_path: Path) -> None:
+    log = _log(tmp_path, [{"seq_id": 0, "qsl_idx": 1, "data": _hex([5, 0])},
+                          {"seq_id": 1, "qsl_idx": 0, "data": _hex([3, 4, 0])}])
+    assert decode_outputs(log, 2) == [[3, 4, 0], [5, 0]]
+    with pytest.raises(SuiteError, match="1 of 3 samples have no output"):
+        decode_outputs(log, 3)
+    log = _log(tmp_path, [{"seq_id": 0, "qsl_idx": 0, "data": _hex([5, 0])},
+                          {"seq_id": 1, "qsl_idx": 0, "data": _hex([6, 0])}])
+    with pytest.raises(SuiteError, match="two different outputs"):
+        decode_outputs(log, 1)
+
+
+def test_token_metrics_are_read_from_the_detail_log(tmp_path: Path) -> None:
+    lines = [("result_first_token_99.00_percentile_latency_ns", 123456),
+             ("result_time_per_output_token_99.00_percentile_ns", 7890),
+             ("result_completed_tokens_per_second", 55.5),
+             ("result_first_token_99.00_percentile_latency_ns", 1)]  # first value wins
+    path = tmp_path / "mlperf_log_detail.txt"
+    path.write_text("".join(":::MLLOG " + json.dumps({"key": k, "value": v}) + "\n"
+                            for k, v in lines))
+    assert token_metrics(parse_detail_log(path)) == {
+        "ttft_p99_ns": 123456.0, "tpot_p99_ns": 7890.0, "completed_tokens_per_second": 55.5}
+    path.write_text(":::MLLOG " + json.dumps({"key": "result_samples_per_second", "value": 3})
+                    + "\n")
+    assert token_metrics(parse_detail_log(path)) == {}
