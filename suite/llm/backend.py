@@ -6,7 +6,7 @@ The classification seam (``load``/``predict``) does not apply to a text-generati
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
@@ -14,6 +14,9 @@ from ..backends.base import BackendBase, BackendInfo, BackendOptions, nvidia_gpu
 from ..errors import BackendError
 from .card import LLMCard
 from .generation import TorchGenerationBackend
+
+if TYPE_CHECKING:
+    from ..loadgen import TokenCompleter
 
 
 class TorchLLMOptions(BackendOptions):
@@ -38,6 +41,14 @@ class TorchLLMBackend(BackendBase):
     def load(self, card: object, max_batch_size: int) -> BackendInfo:
         raise BackendError("backend 'torch-llm' runs text-generation cards only",
                            hint="use --backend torch-llm with an LLM benchmark (tinylm)")
+
+    def make_completer(self) -> TokenCompleter:
+        """What answers LoadGen for this backend's SUT (a test backend may return its own).
+
+        Imported here: the parent process resolves backends and never imports LoadGen."""
+        from ..loadgen import TokenCompleter
+
+        return TokenCompleter()
 
     def open(self, card: LLMCard, max_sequences: int) -> tuple[TorchGenerationBackend,
                                                                BackendInfo]:

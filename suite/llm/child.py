@@ -9,7 +9,6 @@ from typing import Any
 from ..backends import backend_class
 from ..config import RunConfig
 from ..errors import BackendError
-from ..loadgen import TokenCompleter
 from ..paths import find_paths
 from ..scenarios import Scenario
 from .backend import TorchLLMBackend
@@ -31,7 +30,7 @@ def build_llm_sut(home: Path, config: RunConfig,
     gen, info = backend.open(card, config.sut.max_batch_size)
     dataset = LLMDataset(card, config.data.dataset_dir)
     sut = LLMSystemUnderTest(
-        gen, dataset, GenerationConfig.from_card(card), TokenCompleter(),
+        gen, dataset, GenerationConfig.from_card(card), backend.make_completer(),
         report_first_token=config.scenario is not Scenario.OFFLINE,
         max_batch=config.sut.max_batch_size, on_drain=on_drain)
     return sut, asdict(info)

@@ -20,12 +20,13 @@ from pathlib import Path
 
 from .. import backends
 from ..config import ConfigRequest, load_config
-from ..errors import SuiteError
-from ..logs import DETAIL_LOG, parse_detail_log
+from ..errors import ConfigError, SuiteError
+from ..logs import ACCURACY_LOG, DETAIL_LOG, parse_detail_log
 from ..paths import Paths, find_paths
-from ..results import AccuracyResult, RunResult, Status, TestResult
+from ..results import AccuracyResult, ComplianceResult, RunResult, Status, TestResult
 from ..runner import ProgressCallback, create_run_dir, run_in_child
-from ..scenarios import Mode
+from ..scenarios import Mode, Scenario
+from . import test06
 from .accuracy import score_log
 from .card import LLMCard, load_llm_card, verify_weights
 from .dataset import LLMDataset
@@ -39,6 +40,9 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     """Run an LLM benchmark request; write and return its ``RunResult``."""
     paths = paths or find_paths()
     config, rules = load_config(request, paths)
+    if config.compliance and config.compliance != test06.NAME:
+        raise ConfigError(f"compliance test {config.compliance} does not apply to the LLM "
+                          f"benchmark {config.benchmark}", hint="LLM benchmarks run TEST06")
     card = load_llm_card(paths, config.benchmark)
     sha = verify_weights(card)
     backends.ensure_available(config.backend, config.backend_options)
@@ -49,15 +53,27 @@ def run(request: ConfigRequest, paths: Paths | None = None,
         reasons.append(f"the dataset has {dataset.total_count} samples; round {rules.round} "
                        f"requires {bench.dataset_size}")
     run_dir = create_run_dir(config.runs_dir, config.benchmark, config.scenario.value,
-                             config.mode.value)
+                             config.compliance or config.mode.value)
     (run_dir / "STATUS").write_text(f"RUNNING since {_now()}\n", encoding="utf-8")
     (run_dir / "config.json").write_text(config.model_dump_json(indent=2) + "\n")
     described = dataset.describe()
     (run_dir / "dataset.json").write_text(json.dumps(described, indent=2) + "\n")
     tests: list[TestResult] = []
-    for mode in config.mode.tests():
-        test = run_in_child(config, rules, mode, run_dir / mode.value, paths.home, on_progress,
+    compliance: ComplianceResult | None = None
+    modes = (Mode.PERFORMANCE,) if config.compliance else config.mode.tests()
+    for mode in modes:
+        test_dir = run_dir / mode.value
+        audit: Path | None = None
+        if config.compliance:
+            test_dir.mkdir(parents=True)
+            audit = test_dir / "audit.config"
+            audit.write_text(test06.audit_text(), encoding="utf-8")
+        test = run_in_child(config, rules, mode, test_dir, paths.home, on_progress, audit,
                             dataset_size=dataset.total_count)
+        if audit is not None:
+            audit.unlink(missing_ok=True)  # never left where a later run could read it
+            test, compliance = _test06(test, card, config.scenario is Scenario.OFFLINE,
+                                       run_dir)
         if mode is Mode.ACCURACY and test.status is Status.VALID:
             test = score_test(test, card, dataset, bench.accuracy_target)
         tests.append(test)
@@ -66,12 +82,13 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     status = max((t.status for t in tests), key=_SEVERITY.index)
     result = RunResult(
         run_id=run_dir.name, run_dir=str(run_dir), created_utc=_now(),
-        benchmark=config.benchmark, scenario=config.scenario.value, mode=config.mode.value,
+        benchmark=config.benchmark, scenario=config.scenario.value,
+        mode=config.compliance or config.mode.value,
         backend=config.backend, round=config.round, model_sha256=sha, dataset=described,
         submittable=not reasons and status is Status.VALID,
         non_submittable_reasons=reasons + ([] if status is Status.VALID
                                            else [f"the run is {status.value}"]),
-        status=status, exit_code=EXIT_CODES[status], tests=tests)
+        status=status, exit_code=EXIT_CODES[status], tests=tests, compliance=compliance)
     result.dump(run_dir / "result.json")
     (run_dir / "STATUS").write_text(f"{status.value} (exit code {result.exit_code}); see "
                                     "result.json\n", encoding="utf-8")
@@ -96,6 +113,27 @@ def score_test(test: TestResult, card: LLMCard, dataset: LLMDataset,
                  "tokens_per_sample_max": scored.tokens_bounds[1]})
     status = Status.VALID if accuracy.passed else Status.INVALID
     return test.model_copy(update={"accuracy": accuracy, "status": status})
+
+
+def _test06(test: TestResult, card: LLMCard, offline: bool,
+            run_dir: Path) -> tuple[TestResult, ComplianceResult | None]:
+    """TEST06's verdict from the run's accuracy log; it decides the test's status."""
+    if test.status in (Status.FAILED, Status.INTERRUPTED):
+        return test, None
+    try:
+        verdict = test06.verify_run(Path(test.directory) / ACCURACY_LOG, run_dir, offline,
+                                    card.tokenizer.eos_id)
+    except SuiteError as exc:
+        return test.model_copy(update={"status": Status.FAILED, "message": str(exc)}), None
+    lines = verdict.lines()
+    result = ComplianceResult(
+        test=test06.NAME, reference_run="", passed=verdict.passed,
+        verdicts={line.partition(":")[0]: line.partition(": ")[2] for line in lines[:3]},
+        evidence={test06.VERIFY_FILE: [*lines, *verdict.evidence]}, attempt=1,
+        previous_attempts=[])
+    # LoadGen's performance verdict of a 100-query audit run says nothing; TEST06's does.
+    status = Status.VALID if verdict.passed else Status.INVALID
+    return test.model_copy(update={"status": status}), result
 
 
 def _now() -> str:
