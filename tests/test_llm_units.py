@@ -184,3 +184,20 @@ def test_token_metrics_are_read_from_the_detail_log(tmp_path: Path) -> None:
     path.write_text(":::MLLOG " + json.dumps({"key": "result_samples_per_second", "value": 3})
                     + "\n")
     assert token_metrics(parse_detail_log(path)) == {}
+
+
+def test_static_policy_admits_only_when_the_batch_has_finished() -> None:
+    from suite.llm.batcher import ContinuousBatcher, Request
+
+    def run(static: bool) -> list[int]:
+        batcher = ContinuousBatcher(_Scripted(), CONFIG, None, lambda done: None, 2,
+                                    static=static)
+        batcher.submit([Request(0, [2]), Request(1, [5]), Request(2, [2])])
+        while batcher.live or batcher.waiting:
+            batcher.step()
+        return batcher.step_sizes
+
+    # Continuous: the third request takes the first one's slot at once.
+    assert run(static=False) == [2, 2, 1, 1]
+    # Static: it waits until the 5-token sequence is done, then runs alone.
+    assert run(static=True) == [2, 1, 1, 1, 1]

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 class TorchLLMOptions(BackendOptions):
     device: Literal["cpu", "cuda"] = "cpu"
     threads: int = Field(default=1, ge=0, description="torch intra-op threads (0: torch's)")
+    batching: Literal["continuous", "static"] = Field(
+        default="continuous", description="static: the baseline (a batch runs to its end "
+        "before the next one starts)")
 
 
 class TorchLLMBackend(BackendBase):

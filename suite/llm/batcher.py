@@ -7,7 +7,8 @@ freeing its slot for the next round. A new request therefore joins at the next d
 never waiting for the batch to finish, and no sequence's KV cache is ever recomputed.
 
 ``start()`` runs ``step()`` on one thread until ``stop()``; tests drive ``step()`` directly.
-``static_generate`` is the baseline: a fixed batch decodes until its longest member stops.
+The baselines: ``static=True`` admits a new batch only when the running one has finished
+(a static-batching server), and ``static_generate`` decodes fixed batches offline.
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ class ContinuousBatcher:
 
     def __init__(self, backend: GenerationBackend, config: GenerationConfig,
                  on_first_token: FirstTokenCallback | None, on_complete: CompleteCallback,
-                 max_batch: int | None = None) -> None:
+                 max_batch: int | None = None, static: bool = False) -> None:
         self.backend = backend
+        #: The baseline policy: admit a new batch only once every live sequence stopped.
+        self.static = static
         self.config = config
         self.on_first_token = on_first_token
         self.on_complete = on_complete
@@ -72,7 +75,7 @@ class ContinuousBatcher:
     def step(self) -> list[Request]:
         """Admit what fits, decode once, retire what stopped; return the finished requests."""
         finished: list[Request] = []
-        while len(self._live) < self.max_batch:
+        while len(self._live) < self.max_batch and not (self.static and self._live):
             with self._cond:
                 if not self._waiting:
                     break

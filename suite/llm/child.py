@@ -32,5 +32,6 @@ def build_llm_sut(home: Path, config: RunConfig,
     sut = LLMSystemUnderTest(
         gen, dataset, GenerationConfig.from_card(card), backend.make_completer(),
         report_first_token=config.scenario is not Scenario.OFFLINE,
-        max_batch=config.sut.max_batch_size, on_drain=on_drain)
+        max_batch=config.sut.max_batch_size, on_drain=on_drain,
+        static=backend.options.model_dump().get("batching") == "static")
     return sut, asdict(info)

@@ -28,7 +28,7 @@ class LLMSystemUnderTest:
     def __init__(self, backend: GenerationBackend, dataset: LLMDataset,
                  config: GenerationConfig, completer: TokenCompleter, *,
                  report_first_token: bool, max_batch: int,
-                 on_drain: Callable[[], None] | None = None) -> None:
+                 on_drain: Callable[[], None] | None = None, static: bool = False) -> None:
         self.backend = backend
         self.dataset = dataset
         self.config = config
@@ -43,7 +43,7 @@ class LLMSystemUnderTest:
         self._lock = threading.Lock()  # LoadGen calls and drain never interleave
         self.batcher = ContinuousBatcher(
             backend, config, self._first_token if report_first_token else None,
-            self._complete, max_batch)
+            self._complete, max_batch, static)
 
     # -- LoadGen's callbacks -----------------------------------------------------------
     def issue(self, ids: list[int], indices: list[int]) -> None:
@@ -118,6 +118,7 @@ class LLMSystemUnderTest:
 
     def batch_profile(self) -> dict[str, Any]:
         sizes = self.batcher.step_sizes
-        return {"kind": "continuous", "decode_steps": len(sizes),
+        return {"kind": "static" if self.batcher.static else "continuous",
+                "decode_steps": len(sizes),
                 "mean_live": round(sum(sizes) / len(sizes), 3) if sizes else 0.0,
                 "max_live": max(sizes, default=0), "tokens": self.tokens_out}
