@@ -75,7 +75,8 @@ class ContinuousBatcher:
     def step(self) -> list[Request]:
         """Admit what fits, decode once, retire what stopped; return the finished requests."""
         finished: list[Request] = []
-        while len(self._live) < self.max_batch and not (self.static and self._live):
+        admitting = not (self.static and self._live)  # static: only into an empty batch
+        while admitting and len(self._live) < self.max_batch:
             with self._cond:
                 if not self._waiting:
                     break
