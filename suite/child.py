@@ -50,6 +50,7 @@ from .settings import LoadGenSettings
 from .sut import SystemUnderTest
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+NETWORK_SUT_NAME = "infersuite Network SUT"
 
 
 class ChildSpec(BaseModel):
@@ -270,7 +271,11 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
         sut.drain()  # a stop raced the end of setup: LoadGen answers everything at once
     try:
         run_test(settings, test_dir, sut.issue, sut.flush, spec.qsl_total, spec.qsl_performance,
-                 sut.load, sut.unload, spec.audit_config)
+                 sut.load, sut.unload, spec.audit_config,
+                 # a remote backend's run is a network-division run: the checker looks
+                 # for "Network SUT" in the logged SUT name
+                 sut_name=NETWORK_SUT_NAME if status.backend.get("details", {}).get(
+                     "division") == "network" else None)
     finally:
         sut.stop()
         done.set()

@@ -398,6 +398,7 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim
     buffer = backend.input_buffer(max_batch, sample_shape, str(sample_dtype))
     if buffer is None:
         buffer = np.empty((max_batch, *sample_shape), dtype=sample_dtype)
+    buffer.fill(0)  # the warm-up predicts from it: uninitialised memory can hold NaN
     for _ in range(max(1, spec.config.sut.warmup_batches)):
         for size in sorted({1, max_batch}):
             backend.predict(buffer[:size])

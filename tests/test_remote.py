@@ -95,6 +95,12 @@ def check_record(result: RunResult, urls: list[str] | None = None,
         # binary_tensor_data, so http:// endpoints speak REST JSON.
         assert details[f"endpoint{number}"].startswith(f"{url} {transport} server=mlserver ")
     assert details["max_request_batch"] == str(MAX_BATCH)
+    # A network-division run names itself as the submission checker requires.
+    detail_log = Path(result.tests[0].directory) / "mlperf_log_detail.txt"
+    names = [json.loads(line.split(":::MLLOG", 1)[1])["value"]
+             for line in detail_log.read_text().splitlines()
+             if '"key": "sut_name"' in line]
+    assert names and all("Network SUT" in name for name in names), names
 
 
 # -- every scenario VALID through LoadGen, gRPC and REST JSON --------------------------
