@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,8 +37,12 @@ _SEVERITY = [Status.VALID, Status.INVALID, Status.FAILED, Status.INTERRUPTED]
 
 
 def run(request: ConfigRequest, paths: Paths | None = None,
-        on_progress: ProgressCallback | None = None) -> RunResult:
-    """Run an LLM benchmark request; write and return its ``RunResult``."""
+        on_progress: Callable[[str], ProgressCallback | None] | None = None) -> RunResult:
+    """Run an LLM benchmark request; write and return its ``RunResult``.
+
+    ``on_progress(test_name)`` may return a callback for that test's progress, as for
+    ``suite.api.run`` (which hands text-generation benchmarks to this function).
+    """
     paths = paths or find_paths()
     config, rules = load_config(request, paths)
     if config.compliance and config.compliance != test06.NAME:
@@ -68,7 +73,8 @@ def run(request: ConfigRequest, paths: Paths | None = None,
             test_dir.mkdir(parents=True)
             audit = test_dir / "audit.config"
             audit.write_text(test06.audit_text(), encoding="utf-8")
-        test = run_in_child(config, rules, mode, test_dir, paths.home, on_progress, audit,
+        callback = on_progress(mode.value) if on_progress else None
+        test = run_in_child(config, rules, mode, test_dir, paths.home, callback, audit,
                             dataset_size=dataset.total_count)
         if audit is not None:
             audit.unlink(missing_ok=True)  # never left where a later run could read it

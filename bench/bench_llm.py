@@ -1,0 +1,161 @@
+"""``make bench``'s LLM figures on tinylm (torch CPU, one thread), ratios in one invocation.
+
+* **Offline tokens/s**: our continuous-batching SUT through LoadGen (the figure is LoadGen's
+  ``result_tokens_per_second``) against a raw generation loop (no LoadGen, no SUT) at its
+  best static batch over the same prompts. Ratio = ours / best raw (target >= 1.0).
+* **Server**: the highest target rate whose run is VALID (TTFT and TPOT p99 within the
+  round's Server bounds, LoadGen's verdict), continuous against static batching (the SUT's
+  ``batching = "static"``: a batch runs to its end before the next is admitted). Each probe
+  is a real LoadGen run of 460 queries (early stopping's minimum), rates tried in order.
+* **Harness share of CPU per token**: the child's CPU per generated token (the difference of
+  two Offline runs of different sizes, so start-up and model load cancel) against the raw
+  continuous loop's CPU per token; share = 1 - raw / ours.
+
+    python bench/bench_llm.py [--samples 256] [--rates 6,10,14,18] [--out results/llm.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from suite.config import ConfigRequest  # noqa: E402
+from suite.llm.batcher import ContinuousBatcher, Request, static_generate  # noqa: E402
+from suite.llm.card import load_llm_card  # noqa: E402
+from suite.llm.dataset import LLMDataset  # noqa: E402
+from suite.llm.generation import GenerationConfig, TorchGenerationBackend  # noqa: E402
+from suite.llm.run import run  # noqa: E402
+from suite.paths import find_paths  # noqa: E402
+from suite.results import RunResult, Status  # noqa: E402
+
+MAX_BATCH = 16
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def raw_static(prompts: list[list[int]], batches: list[int]) -> dict[int, float]:
+    """Tokens/s of a plain static-batch generation loop, per batch size."""
+    card = load_llm_card(find_paths(), "tinylm")
+    config = GenerationConfig.from_card(card)
+    out = {}
+    for batch in batches:
+        backend = TorchGenerationBackend(card, batch, threads=1)
+        static_generate(backend, config, prompts[:batch], batch)  # warm-up
+        start = time.perf_counter()
+        tokens = sum(map(len, static_generate(backend, config, prompts, batch)))
+        out[batch] = tokens / (time.perf_counter() - start)
+    return out
+
+
+def raw_continuous(prompts: list[list[int]]) -> tuple[float, float]:
+    """(tokens/s, CPU seconds per token) of the continuous batcher alone, no LoadGen."""
+    card = load_llm_card(find_paths(), "tinylm")
+    backend = TorchGenerationBackend(card, MAX_BATCH, threads=1)
+    tokens = 0
+
+    def done(requests: list[Request]) -> None:
+        nonlocal tokens
+        tokens += sum(len(r.tokens) for r in requests)
+
+    batcher = ContinuousBatcher(backend, GenerationConfig.from_card(card), None, done)
+    batcher.submit([Request(i, p) for i, p in enumerate(prompts)])
+    cpu, start = time.process_time(), time.perf_counter()
+    while batcher.live or batcher.waiting:
+        batcher.step()
+    return tokens / (time.perf_counter() - start), (time.process_time() - cpu) / tokens
+
+
+def _run(scenario: str, runs: Path, sets: list[str], benchmark: str = "tinylm",
+         backend: str = "torch-llm") -> RunResult:
+    return run(ConfigRequest(benchmark=benchmark, backend=backend, scenario=scenario,
+                             quick=True, runs_dir=runs, sets=sets, use_tuned=False))
+
+
+def ours_offline(runs: Path, samples: int) -> tuple[float, float, float]:
+    """(LoadGen tokens/s, child CPU seconds, tokens generated) of an Offline run."""
+    cpu = _children_cpu()
+    result = _run("offline", runs, [f"loadgen.min_query_count={samples}",
+                                    "loadgen.expected_qps=1.0"])
+    test = result.tests[0]
+    if result.status is not Status.VALID or test.performance is None:
+        raise SystemExit(f"Offline run {result.run_dir} is {result.status}: {test.message}")
+    status = json.loads((Path(test.directory) / "status.json").read_text())
+    return (test.performance.tokens["tokens_per_second"], _children_cpu() - cpu,
+            float(status["batches"]["tokens"]))
+
+
+def server_ladder(runs: Path, rates: list[float], batching: str) -> dict[str, Any]:
+    """Probe ``rates`` in order; the highest VALID rate before the first INVALID one."""
+    probes, best = [], 0.0
+    for rate in rates:
+        result = _run("server", runs, [f"loadgen.target_qps={rate}",
+                                       f"backend.torch-llm.batching='{batching}'",
+                                       f"sut.max_batch_size={MAX_BATCH}"])
+        perf = result.tests[0].performance
+        tokens = perf.tokens if perf else {}
+        probes.append({"qps": rate, "status": result.status.value,
+                       "ttft_p99_ms": round(tokens.get("ttft_p99_ns", 0) / 1e6, 1),
+                       "tpot_p99_ms": round(tokens.get("tpot_p99_ns", 0) / 1e6, 2),
+                       "tokens_per_s": tokens.get("completed_tokens_per_second")})
+        print(f"  server {batching} {rate:g} qps: {probes[-1]}", flush=True)
+        if result.status is not Status.VALID:
+            break
+        best = rate
+    return {"highest_valid_qps": best, "probes": probes}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--samples", type=int, default=256)
+    ap.add_argument("--rates", default="6,10,14,18,22")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    card = load_llm_card(find_paths(), "tinylm")
+    prompts = LLMDataset(card).prompts[:args.samples]
+    report: dict[str, Any] = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+                              "load_average": os.getloadavg(), "samples": len(prompts)}
+    with tempfile.TemporaryDirectory(prefix="bench-llm-") as tmp:
+        runs = Path(tmp)
+        statics = raw_static(prompts, [1, 4, 8, 16, 32])
+        best_batch = max(statics, key=lambda b: statics[b])
+        raw_cb_tps, raw_cpu_per_token = raw_continuous(prompts)
+        small = ours_offline(runs, 48)
+        ours_tps, cpu, tokens = ours_offline(runs, len(prompts))
+        ours_cpu_per_token = (cpu - small[1]) / (tokens - small[2])
+        report["offline"] = {
+            "ours_tokens_per_s": ours_tps,
+            "raw_static_tokens_per_s": {str(b): round(v, 1) for b, v in statics.items()},
+            "raw_best_static_batch": best_batch,
+            "ratio_ours_over_best_raw_static": round(ours_tps / statics[best_batch], 3),
+            "raw_continuous_tokens_per_s": round(raw_cb_tps, 1)}
+        report["harness_cpu"] = {
+            "ours_cpu_ms_per_token": round(1e3 * ours_cpu_per_token, 4),
+            "raw_cpu_ms_per_token": round(1e3 * raw_cpu_per_token, 4),
+            "harness_share": round(1 - raw_cpu_per_token / ours_cpu_per_token, 3)}
+        print(json.dumps(report, indent=2), flush=True)
+        rates = [float(r) for r in args.rates.split(",")]
+        report["server"] = {policy: server_ladder(runs, rates, policy)
+                            for policy in ("continuous", "static")}
+    cont, stat = (report["server"][p]["highest_valid_qps"] for p in ("continuous", "static"))
+    report["server"]["ratio_continuous_over_static"] = round(cont / stat, 3) if stat else None
+    print(json.dumps(report, indent=2))
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
