@@ -37,6 +37,7 @@ from suite.paths import find_paths
 from suite.results import RunResult
 
 from .conftest import REPO, cli_env, only_run_dir, run_cli
+from .remote_fixtures import CONTRACT_OPTIONS, ensure_contract_servers, missing
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,10 @@ VARIANTS = [
     Variant("null", "null", computes=False),
     # An accelerator's timing on the CPU: its outputs are a projection, not the model's.
     Variant("simulated", "simulated", {"profile": "digits-h100"}, computes=False),
+    # A real MLServer on loopback (two replicas), over gRPC. Offline is left out: the
+    # quick digits Offline issues 1.32M samples, about 40 s remotely.
+    Variant("remote-mlserver-grpc", "remote", CONTRACT_OPTIONS,
+            scenarios=("singlestream", "multistream", "server"), server_qps=200),
     Variant("onnxruntime", "onnxruntime"),
     Variant("torch-fp32", "torch"),
     # Every LoadGen run is a child process that imports torch (seconds on 2 cores), so
@@ -136,6 +141,10 @@ def skip_unless_runnable(variant: Variant) -> None:
         cls.Options.model_validate(variant.options))
     if reason is not None:
         pytest.skip(f"{variant.id}: {reason}")
+    if variant.backend == "remote":
+        if (why := missing()) is not None:
+            pytest.skip(f"{variant.id}: {why}")
+        ensure_contract_servers()
 
 
 @pytest.fixture(scope="module")
