@@ -76,6 +76,7 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
             paths: Paths | None = None) -> PackageResult:
     """Build ``<out>/<division>_<submitter>_<system>/``, check it, and sign its bundle."""
     from . import package as pkg
+    from . import package_network as network
     from . import package_safety as safety
     from .bundle.sign import sign_tree
     from .checker import check_path
@@ -94,8 +95,12 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
     user = read_user_toml(system_config)
     declared = user.pop("weight_data_types", None)  # ours to check, not a system JSON field
     precision = safety.system_precision([c.run for c in selection.chosen.values()], declared)
+    chosen_runs = [c.run for c in selection.chosen.values()]
+    is_network = network.network_division(chosen_runs, division)
     identity = {"division": division, "submitter": submitter, "system_name": system_name}
     system_json, empty, unknown = describe(rules.submission, user, probe(), **identity)
+    network.apply(system_json, chosen_runs, is_network, list(rules.submission.network_fields),
+                  user, unofficial=unofficial)
     name = f"{division}_{submitter}_{system_name}"
     out = out_dir or paths.submissions
     tree = out / name

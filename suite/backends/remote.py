@@ -268,6 +268,7 @@ class RemoteBackend(BackendBase):
         opts = self.opts
         model = opts.model_name or card.name
         servers: list[str] = []
+        stated: set[tuple[str, str]] = set()  # (precision, weight_transformations)
         details: dict[str, str] = {"division": "network", "endpoints": ",".join(opts.endpoints),
                                    "model_name": model, "timeout_s": f"{opts.timeout_s:g}",
                                    "max_outstanding": str(opts.max_outstanding)}
@@ -288,6 +289,8 @@ class RemoteBackend(BackendBase):
             remote = self._metadata(transport, model)
             check_model(remote, card, model, opts.model_version, f"endpoint {url}")
             limits.append(max_batch_from(self._model_config(transport, model), remote))
+            stated.add((str(remote.parameters.get("precision", "")),
+                        str(remote.parameters.get("weight_transformations", ""))))
             transport.model, transport.version = model, opts.model_version
             transport.input, transport.output = card.input.name, card.output.name
             transport.datatype = V2_DATATYPES[card.input.dtype]
@@ -307,9 +310,13 @@ class RemoteBackend(BackendBase):
         self._probe(card)
         client = importlib.metadata.version("tritonclient")
         details["client"] = f"tritonclient {client}"
+        # The server's own statement of what it runs, where every endpoint makes the same
+        # one (suite serve's runtime does, from the model file); otherwise none.
+        precision, transformations = stated.pop() if len(stated) == 1 else ("", "")
         return BackendInfo(name=self.name, version=" / ".join(sorted(set(servers))),
                            device=f"network ({len(opts.endpoints)} endpoint"
-                           f"{'s' if len(opts.endpoints) > 1 else ''})", details=details)
+                           f"{'s' if len(opts.endpoints) > 1 else ''})", details=details,
+                           precision=precision, weight_transformations=transformations)
 
     def _metadata(self, transport: _Transport, model: str) -> RemoteModel:
         """The model's metadata as JSON; over gRPC with the ``parameters`` map too."""

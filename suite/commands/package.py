@@ -21,7 +21,7 @@ def _prompt() -> str:
 @click.command("package")
 @click.option("--submitter", required=True, help="organization (the tree's submitter dir)")
 @click.option("--system", "system_name", required=True, help="system name (systems/NAME.json)")
-@click.option("--division", type=click.Choice(["closed", "open"]), default="closed",
+@click.option("--division", type=click.Choice(["closed", "open", "network"]), default="closed",
               show_default=True)
 @click.option("--system-config", type=click.Path(path_type=Path),
               help="TOML with the human system fields (see `suite system`)")

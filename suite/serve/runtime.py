@@ -15,6 +15,7 @@ with ``InferenceError`` (HTTP 400, gRPC INVALID_ARGUMENT), never run partly.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,11 @@ class OnnxCardRuntime(MLModel):  # type: ignore[misc,unused-ignore]
         path = await get_model_uri(self.settings)
         self._session = ort.InferenceSession(path, sess_options=options,
                                              providers=["CPUExecutionProvider"])
+        # What the model file holds, read from it: the client records it, and packaging
+        # states nothing about precision that no record says.
+        from ..backends.onnxruntime import weight_types
+
+        self._precision = weight_types(Path(path))
         self._input = self.settings.inputs[0].name
         self._output = self.settings.outputs[0].name
         self._outputs = [self._output]
@@ -53,7 +59,9 @@ class OnnxCardRuntime(MLModel):  # type: ignore[misc,unused-ignore]
         metadata: MetadataModelResponse = await super().metadata()
         # KServe v2 metadata has no batch limit; Triton keeps it in its model config.
         # A parameter carries it so a client can size its requests.
-        metadata.parameters = Parameters(max_batch_size=self._max_batch)
+        metadata.parameters = Parameters(
+            max_batch_size=self._max_batch, precision=self._precision,
+            weight_transformations="none: onnxruntime runs the model file as given")
         return metadata
 
     async def predict(self, payload: InferenceRequest) -> InferenceResponse:
