@@ -4,14 +4,15 @@
   ``result_tokens_per_second``) against a raw generation loop (no LoadGen, no SUT) at its
   best static batch over the same prompts. Ratio = ours / best raw (target >= 1.0).
 * **Server**: the highest target rate whose run is VALID (TTFT and TPOT p99 within the
-  round's Server bounds, LoadGen's verdict), continuous against static batching (the SUT's
+  round's Server bounds, then Interactive's; LoadGen's verdict), continuous against static
+  batching (the SUT's
   ``batching = "static"``: a batch runs to its end before the next is admitted). Each probe
   is a real LoadGen run of 460 queries (early stopping's minimum), rates tried in order.
 * **Harness share of CPU per token**: the child's CPU per generated token (the difference of
   two Offline runs of different sizes, so start-up and model load cancel) against the raw
   continuous loop's CPU per token; share = 1 - raw / ours.
 
-    python bench/bench_llm.py [--samples 256] [--rates 6,10,14,18] [--out results/llm.json]
+    python bench/bench_llm.py [--samples 256] [--rates 8,16,24,32,40] [--out results/llm.json]
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from suite.llm.run import run  # noqa: E402
 from suite.paths import find_paths  # noqa: E402
 from suite.results import RunResult, Status  # noqa: E402
 
-MAX_BATCH = 16
+MAX_BATCH = 32    # the SUT's live sequences (scenarios/offline.toml [benchmarks.tinylm])
 
 
 def _children_cpu() -> float:
@@ -89,7 +90,8 @@ def ours_offline(runs: Path, samples: int) -> tuple[float, float, float]:
     """(LoadGen tokens/s, child CPU seconds, tokens generated) of an Offline run."""
     cpu = _children_cpu()
     result = _run("offline", runs, [f"loadgen.min_query_count={samples}",
-                                    "loadgen.expected_qps=1.0"])
+                                    "loadgen.expected_qps=1.0",
+                                    f"sut.max_batch_size={MAX_BATCH}"])
     test = result.tests[0]
     if result.status is not Status.VALID or test.performance is None:
         raise SystemExit(f"Offline run {result.run_dir} is {result.status}: {test.message}")
@@ -98,20 +100,21 @@ def ours_offline(runs: Path, samples: int) -> tuple[float, float, float]:
             float(status["batches"]["tokens"]))
 
 
-def server_ladder(runs: Path, rates: list[float], batching: str) -> dict[str, Any]:
+def server_ladder(runs: Path, rates: list[float], batching: str,
+                  benchmark: str) -> dict[str, Any]:
     """Probe ``rates`` in order; the highest VALID rate before the first INVALID one."""
     probes, best = [], 0.0
     for rate in rates:
         result = _run("server", runs, [f"loadgen.target_qps={rate}",
                                        f"backend.torch-llm.batching='{batching}'",
-                                       f"sut.max_batch_size={MAX_BATCH}"])
+                                       f"sut.max_batch_size={MAX_BATCH}"], benchmark)
         perf = result.tests[0].performance
         tokens = perf.tokens if perf else {}
         probes.append({"qps": rate, "status": result.status.value,
                        "ttft_p99_ms": round(tokens.get("ttft_p99_ns", 0) / 1e6, 1),
                        "tpot_p99_ms": round(tokens.get("tpot_p99_ns", 0) / 1e6, 2),
                        "tokens_per_s": tokens.get("completed_tokens_per_second")})
-        print(f"  server {batching} {rate:g} qps: {probes[-1]}", flush=True)
+        print(f"  {benchmark} {batching} {rate:g} qps: {probes[-1]}", flush=True)
         if result.status is not Status.VALID:
             break
         best = rate
@@ -121,7 +124,7 @@ def server_ladder(runs: Path, rates: list[float], batching: str) -> dict[str, An
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--samples", type=int, default=256)
-    ap.add_argument("--rates", default="6,10,14,18,22")
+    ap.add_argument("--rates", default="8,16,24,32,40")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     card = load_llm_card(find_paths(), "tinylm")
@@ -130,7 +133,7 @@ def main() -> None:
                               "load_average": os.getloadavg(), "samples": len(prompts)}
     with tempfile.TemporaryDirectory(prefix="bench-llm-") as tmp:
         runs = Path(tmp)
-        statics = raw_static(prompts, [1, 4, 8, 16, 32])
+        statics = raw_static(prompts, [1, 8, 16, 32, 64])
         best_batch = max(statics, key=lambda b: statics[b])
         raw_cb_tps, raw_cpu_per_token = raw_continuous(prompts)
         small = ours_offline(runs, 48)
@@ -148,10 +151,15 @@ def main() -> None:
             "harness_share": round(1 - raw_cpu_per_token / ours_cpu_per_token, 3)}
         print(json.dumps(report, indent=2), flush=True)
         rates = [float(r) for r in args.rates.split(",")]
-        report["server"] = {policy: server_ladder(runs, rates, policy)
-                            for policy in ("continuous", "static")}
-    cont, stat = (report["server"][p]["highest_valid_qps"] for p in ("continuous", "static"))
-    report["server"]["ratio_continuous_over_static"] = round(cont / stat, 3) if stat else None
+        # Server's bounds (2 s / 200 ms) and Interactive's (500 ms / 50 ms): static batching
+        # pays in TTFT (a request waits for the running batch to end).
+        for benchmark in ("tinylm", "tinylm-interactive"):
+            ladders = {policy: server_ladder(runs, rates, policy, benchmark)
+                       for policy in ("continuous", "static")}
+            cont, stat = (ladders[p]["highest_valid_qps"] for p in ("continuous", "static"))
+            report[f"server {benchmark}"] = {
+                **ladders, "ratio_continuous_over_static": round(cont / stat, 3)
+                if stat else None}
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
