@@ -65,3 +65,22 @@ def test_eos_padding_and_missing_records_fail() -> None:
     no_first = verify_entries([_entry([5, 0], None, 2)], offline=False, eos_id=0)
     assert no_first.first_token is False
     assert not verify_entries([], offline=True, eos_id=0).passed  # nothing logged: no pass
+
+
+def test_the_checker_accepts_our_pass_lines_and_only_them() -> None:
+    from suite.llm.test06 import Test06Verdict
+    from suite.paths import find_paths
+    from suite.rules import load_rules
+
+    sub = load_rules(find_paths(), "v6.1").submission
+    assert sub is not None
+    groups = sub.compliance_pass_lines["TEST06"]
+
+    def accepted(verdict: Test06Verdict) -> bool:
+        lines = verdict.lines()
+        return all(any(spelling in lines for spelling in group) for group in groups)
+
+    assert accepted(Test06Verdict(True, True, True, 100, []))
+    assert accepted(Test06Verdict(None, True, True, 100, []))  # Offline: first token skipped
+    assert not accepted(Test06Verdict(False, True, True, 100, []))
+    assert not accepted(Test06Verdict(True, True, False, 100, []))
