@@ -7,7 +7,7 @@ local runs, or packaging them as closed or open, is refused. For a network syste
 system description says ``is_network: "true"`` and must fill the network fields the
 round lists (``[submission] network_fields``); what the run recorded fills some of them
 (the protocol, the client and server software, the connections), the user's system
-TOML the rest (NICs, media, rate, topology). Any other system says ``"false"``.
+TOML the rest (NICs, media, rate, topology). Any other system leaves ``is_network`` out.
 """
 
 from __future__ import annotations
@@ -78,9 +78,11 @@ def apply(system_json: dict[str, Any], runs: list[RunResult], is_network: bool,
           network_fields: list[str], user: dict[str, Any], *, unofficial: bool) -> None:
     """Set ``is_network`` and, for a network system, the network fields: the user's
     values first, then the records'; refuses (unless ``unofficial``) while any is empty."""
-    system_json["is_network"] = "true" if is_network else "false"
     if not is_network:
+        # Closed and open systems leave the key out, as before: the checker (like the
+        # official one) treats any non-empty is_network as asking for the network fields.
         return
+    system_json["is_network"] = "true"
     recorded = recorded_network_fields(runs)
     for field in network_fields:
         if field == "is_network":

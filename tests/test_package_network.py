@@ -69,7 +69,7 @@ def test_the_records_fill_what_they_know_and_the_user_the_rest() -> None:
     assert system["network_protocol"] == "grpc"
     local: dict[str, Any] = {}
     apply(local, [_run("b", False)], False, NETWORK_FIELDS, {}, unofficial=False)
-    assert local == {"is_network": "false"}
+    assert local == {}
 
 
 def test_a_remote_run_packages_into_the_network_division(tmp_path: Path) -> None:
