@@ -40,7 +40,8 @@ from suite.llm.run import run  # noqa: E402
 from suite.paths import find_paths  # noqa: E402
 from suite.results import RunResult, Status  # noqa: E402
 
-MAX_BATCH = 32    # the SUT's live sequences (scenarios/offline.toml [benchmarks.tinylm])
+MAX_BATCH = 64    # Offline live sequences (scenarios/offline.toml [benchmarks.tinylm])
+SERVER_BATCH = 32  # Server live sequences (scenarios/server.toml [benchmarks.tinylm])
 
 
 def _children_cpu() -> float:
@@ -107,7 +108,7 @@ def server_ladder(runs: Path, rates: list[float], batching: str,
     for rate in rates:
         result = _run("server", runs, [f"loadgen.target_qps={rate}",
                                        f"backend.torch-llm.batching='{batching}'",
-                                       f"sut.max_batch_size={MAX_BATCH}"], benchmark)
+                                       f"sut.max_batch_size={SERVER_BATCH}"], benchmark)
         perf = result.tests[0].performance
         tokens = perf.tokens if perf else {}
         probes.append({"qps": rate, "status": result.status.value,
