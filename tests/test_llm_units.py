@@ -201,3 +201,28 @@ def test_static_policy_admits_only_when_the_batch_has_finished() -> None:
     assert run(static=False) == [2, 2, 1, 1]
     # Static: it waits until the 5-token sequence is done, then runs alone.
     assert run(static=True) == [2, 1, 1, 1, 1]
+
+
+def test_a_failing_backend_fails_the_test_and_answers_every_sample() -> None:
+    import time
+
+    class _Broken(_Scripted):
+        def decode(self) -> dict[int, int]:
+            raise RuntimeError("device lost")
+
+    recorder = _Recorder()
+    drained: list[bool] = []
+    sut = LLMSystemUnderTest(_Broken(), _Dataset(), CONFIG, recorder,  # type: ignore[arg-type]
+                             report_first_token=True, max_batch=2,
+                             on_drain=lambda: drained.append(True))
+    sut.start()
+    sut.issue([1, 2, 3], [1, 1, 1])
+    deadline = time.monotonic() + 10
+    while not drained and time.monotonic() < deadline:
+        time.sleep(0.01)
+    sut.stop()
+    assert drained == [True]
+    assert sorted(q for kind, q, _ in recorder.calls if kind == "empty") == [1, 2, 3]
+    assert sut.failures.failures[0]["kind"] == "generation failed"
+    assert "device lost" in sut.failures.failures[0]["message"]
+    assert sut.failures.failed_samples == 3

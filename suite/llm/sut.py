@@ -92,10 +92,10 @@ class LLMSystemUnderTest:
             error = self.batcher.error
             if error is not None:
                 trace = "".join(traceback.format_exception(error))
-                pending = self.batcher.drain_pending()
+                pending = self.batcher.live + self.batcher.waiting
                 self.failures.record("generation failed", f"{type(error).__name__}: {error}",
-                                     len(pending), trace)
-                self.drain()
+                                     pending, trace)
+                self.drain()  # answers the pending samples (no tokens) and all later ones
                 return
 
     def stop(self) -> None:
