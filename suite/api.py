@@ -47,6 +47,7 @@ from .compliance import ComplianceTest, get_test
 from .compliance import run as compliance_run
 from .config import ConfigRequest, RunConfig, load_config
 from .errors import ConfigError, RunFailed, SuiteError
+from .llm.card import is_llm_benchmark
 from .logs import DETAIL_LOG, parse_detail_log
 from .models import ModelCard, ModelIdentity, check_model, load_card
 from .paths import Paths, find_paths
@@ -106,6 +107,11 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     ``on_progress(test_name)`` may return a callback for that test's progress, and
     ``on_stage(test_name)`` one for its child's setup stages ("loading model", ...).
     """
+    paths = paths or find_paths()
+    if is_llm_benchmark(paths, request.benchmark):  # text-generation cards: suite.llm
+        from .llm.run import run as run_llm
+
+        return run_llm(request, paths, on_progress)
     config, rules, card, model, paths = prepare(request, paths, on_lint=on_lint)
     check: ComplianceTest | None = None
     reference: RunResult | None = None
