@@ -24,16 +24,23 @@ from .results import AccuracyResult
 ACCURACY_TXT = "accuracy.txt"
 
 
-def decode_accuracy_log(path: Path, response_dtype: np.dtype[Any],
-                        total: int) -> npt.NDArray[np.int64]:
-    """Per-sample predictions (index = QSL index) from the accuracy log."""
+def read_accuracy_entries(path: Path) -> list[dict[str, Any]]:
+    """The entries of a LoadGen ``mlperf_log_accuracy.json``; one clear error when the
+    file is missing or not JSON (a crashed run leaves a lone ``[``)."""
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
+        entries: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SuiteError(f"accuracy log {path} is missing") from None
     except json.JSONDecodeError as exc:
         raise SuiteError(f"accuracy log {path} is not valid JSON (truncated run?): {exc}",
-                         hint="re-run the accuracy test; a crashed run leaves a lone '['") from None
+                         hint="re-run the test; a crashed run leaves a lone '['") from None
+    return entries
+
+
+def decode_accuracy_log(path: Path, response_dtype: np.dtype[Any],
+                        total: int) -> npt.NDArray[np.int64]:
+    """Per-sample predictions (index = QSL index) from the accuracy log."""
+    entries = read_accuracy_entries(path)
     predictions = np.full(total, -1, dtype=np.int64)
     for entry in entries:
         index = int(entry["qsl_idx"])

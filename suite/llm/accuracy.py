@@ -13,13 +13,13 @@ sample within ``tokens_per_sample_tolerance`` of the reference (the rules' bound
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..accuracy import read_accuracy_entries
 from ..errors import SuiteError
 from ..logs import ACCURACY_LOG
 from ..models import sha256_file
@@ -30,13 +30,7 @@ ACCURACY_TXT = "accuracy.txt"
 
 def decode_outputs(path: Path, total: int) -> list[list[int]]:
     """Per-sample generated token ids (index = QSL index) from the accuracy log."""
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SuiteError(f"accuracy log {path} is missing") from None
-    except json.JSONDecodeError as exc:
-        raise SuiteError(f"accuracy log {path} is not valid JSON (truncated run?): {exc}",
-                         hint="re-run the accuracy test") from None
+    entries = read_accuracy_entries(path)
     outputs: list[list[int] | None] = [None] * total
     for entry in entries:
         index = int(entry["qsl_idx"])

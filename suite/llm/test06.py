@@ -16,7 +16,6 @@ pass: True", "Sample length check pass: True", then "TEST06 verification complet
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SuiteError
+from ..accuracy import read_accuracy_entries
 
 NAME = "TEST06"
 VERIFY_FILE = "verify_accuracy.txt"
@@ -96,13 +95,7 @@ def verify_entries(entries: list[dict[str, Any]], offline: bool, eos_id: int) ->
 def verify_run(accuracy_log: Path, out_dir: Path, offline: bool, eos_id: int) -> Test06Verdict:
     """Verify a TEST06 run's accuracy log; write ``TEST06/verify_accuracy.txt`` and a copy
     of the log into ``out_dir`` (a missing or empty log is a failure, never a pass)."""
-    try:
-        entries = json.loads(accuracy_log.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SuiteError(f"{NAME}: accuracy log {accuracy_log} is missing") from None
-    except json.JSONDecodeError as exc:
-        raise SuiteError(f"{NAME}: accuracy log {accuracy_log} is not valid JSON: {exc}",
-                         hint="re-run the compliance test") from None
+    entries = read_accuracy_entries(accuracy_log)
     verdict = verify_entries(entries, offline, eos_id)
     target = out_dir / NAME
     target.mkdir(parents=True, exist_ok=True)
