@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,17 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+# The user's config directory (tuned settings, default keys) is the test session's own:
+# settings `suite tune` wrote on this machine must not change what a test run does.
+_CONFIG_HOME = tempfile.mkdtemp(prefix="suite-tests-config-")
+os.environ["XDG_CONFIG_HOME"] = _CONFIG_HOME  # in-process calls too (suite.paths)
+
+
 def cli_env(**extra: str) -> dict[str, str]:
-    """The environment for a CLI subprocess: the repo (and tests/) importable."""
+    """The environment for a CLI subprocess: the repo (and tests/) importable, and a
+    private user config directory."""
     env = dict(os.environ)
+    env["XDG_CONFIG_HOME"] = _CONFIG_HOME
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
