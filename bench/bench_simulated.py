@@ -28,6 +28,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
 from suite.api import run  # noqa: E402
 from suite.config import ConfigRequest  # noqa: E402
@@ -37,15 +38,10 @@ PROFILES = ("resnet50-h100-fp16", "resnet50-4gpu-fp16")
 
 def _images(directory: Path, count: int) -> Path:
     """``count`` synthetic ImageNet-format JPEGs (the ResNet-50 test fixture's)."""
-    import importlib.util
+    from bench_models import fixture_module
 
-    spec = importlib.util.spec_from_file_location(
-        "make_fixture", REPO / "reference_models" / "resnet50" / "make_fixture.py")
-    assert spec is not None and spec.loader is not None
-    fixture = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fixture)
     images = directory / "imagenet"
-    fixture.write_dataset(images, count)
+    fixture_module().write_dataset(images, count)
     return images
 
 
