@@ -286,11 +286,13 @@ def offline_rate(variant: Variant, loaded: dict[str, BackendBase], card: Any,
             backend.predict(batch)
             done += MAX_BATCH
         return done / (time.perf_counter() - start)
-    # The null backend costs nothing: the harness itself is the limit, so ask LoadGen.
+    # The null and simulated backends cost (almost) nothing: the harness itself is the
+    # limit, so ask LoadGen, with the variant's own options (its profile).
     runs = tmp / "probe"
     runs.mkdir()
     proc = run_cli("run", "--scenario", "offline", "--backend", variant.backend, "--quick",
-                   "--set", "loadgen.expected_qps=50000", "--runs-dir", str(runs))
+                   *variant.sets(), "--set", "loadgen.expected_qps=50000",
+                   "--runs-dir", str(runs))
     assert proc.returncode in (0, 2), proc.stderr
     perf = RunResult.load(only_run_dir(runs) / "result.json").tests[0].performance
     assert perf is not None
