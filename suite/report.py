@@ -18,9 +18,20 @@ _STYLE = {Status.VALID: "green", Status.INVALID: "yellow", Status.FAILED: "red",
 _MEASURED = (Status.VALID, Status.INVALID)
 
 
+#: LLM throughput, in the order a scenario's figure is looked up: Offline's tokens/s, then
+#: Server's and Interactive's completed tokens/s (the figures MLPerf publishes for LLMs).
+_TOKEN_RATES = (("tokens_per_second", "tokens/s"),
+                ("completed_tokens_per_second", "completed tokens/s"))
+
+
 def _metric(test: TestResult) -> tuple[str, str]:
     perf = test.performance
-    if perf is None or perf.metric_value is None or test.status not in _MEASURED:
+    if perf is None or test.status not in _MEASURED:
+        return ("-", "-")
+    for key, name in _TOKEN_RATES:  # an LLM run's figure is tokens, not samples
+        if key in perf.tokens:
+            return (name, f"{perf.tokens[key]:,.1f} tokens/s")
+    if perf.metric_value is None:
         return ("-", "-")
     value = f"{perf.metric_value:.4f} {perf.unit}" if perf.unit == "ms" else (
         f"{perf.metric_value:,.1f} {perf.unit}")
@@ -32,6 +43,16 @@ def _early_stopping(test: TestResult) -> str:
     if perf is None or perf.early_stopping_met is None or test.status not in _MEASURED:
         return "-"
     return "met" if perf.early_stopping_met else "NOT met"
+
+
+def _token_latency(test: TestResult) -> str:
+    """TTFT and TPOT p99 (Server, Interactive), from the detail log's figures."""
+    perf = test.performance
+    if perf is None or test.status not in _MEASURED:
+        return "-"
+    parts = [f"{label} {perf.tokens[key] / 1e6:,.2f} ms" for key, label in
+             (("ttft_p99_ns", "TTFT p99"), ("tpot_p99_ns", "TPOT p99")) if key in perf.tokens]
+    return ", ".join(parts) or "-"
 
 
 def _accuracy(test: TestResult) -> str:
@@ -75,9 +96,17 @@ def run_notes(results: Iterable[RunResult]) -> list[str]:
 
 
 def results_table(results: Iterable[RunResult], title: str = "infersuite results") -> Table:
-    """One row per LoadGen test: scenario, metric, validity, accuracy, submittability."""
+    """One row per LoadGen test: scenario, metric, validity, accuracy, submittability.
+
+    An LLM test's metric is its tokens/s; when any test has token latencies, a column shows
+    their TTFT and TPOT p99.
+    """
+    results = list(results)
+    latencies = any(test.performance is not None and "ttft_p99_ns" in test.performance.tokens
+                    for result in results for test in result.tests)
     table = Table(title=title)
     for column in ("benchmark", "scenario", "backend", "mode", "division", "metric", "value",
+                   *(("token latency",) if latencies else ()),
                    "validity", "early stopping", "accuracy vs target", "submittable"):
         table.add_column(column)
     for result in results:
@@ -89,6 +118,7 @@ def results_table(results: Iterable[RunResult], title: str = "infersuite results
                                           else test.mode)),
                 Text(result.division, style="yellow" if result.division == "open" else ""),
                 Text(name), Text(value),
+                *((Text(_token_latency(test)),) if latencies else ()),
                 Text(test.status.value, style=_STYLE[test.status]), Text(_early_stopping(test)),
                 Text(_accuracy(test)), Text("yes" if result.submittable else "no"),
             )

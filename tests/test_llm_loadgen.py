@@ -22,6 +22,7 @@ from suite.llm.generation import GenerationConfig, TorchGenerationBackend, gener
 from suite.llm.run import run
 from suite.logs import ACCURACY_LOG, DETAIL_LOG, parse_detail_log
 from suite.paths import find_paths
+from suite.report import results_table
 from suite.results import TOKEN_KEYS, RunResult, Status
 from suite.rules import load_rules
 
@@ -81,6 +82,25 @@ def test_server_and_interactive_take_their_bounds_from_the_round_table(
         assert values["requested_server_tpot_latency"] == rules_row[kind].tpot, name
         assert values["effective_scenario"] == "Server"
     assert rules_row["Interactive"].ttft < rules_row["Server"].ttft
+
+
+def test_results_table_shows_tokens_per_second_and_token_latencies(
+        runs: dict[str, RunResult]) -> None:
+    table = results_table(runs.values())
+    columns = {str(column.header): [str(c) for c in column.cells] for column in table.columns}
+    for row, name in enumerate(runs):
+        tokens = runs[name].tests[0].performance.tokens  # type: ignore[union-attr]
+        if runs[name].status not in (Status.VALID, Status.INVALID):
+            continue  # a failed test shows no figure (the metric test above reports why)
+        rate = "tokens_per_second" if name == "offline" else "completed_tokens_per_second"
+        assert columns["value"][row] == f"{tokens[rate]:,.1f} tokens/s", name
+        assert columns["metric"][row].endswith("tokens/s"), name
+        latency = columns["token latency"][row]
+        if name == "offline":
+            assert latency == "-"
+        else:
+            assert latency == (f"TTFT p99 {tokens['ttft_p99_ns'] / 1e6:,.2f} ms, "
+                               f"TPOT p99 {tokens['tpot_p99_ns'] / 1e6:,.2f} ms"), name
 
 
 @pytest.mark.timing
