@@ -6,6 +6,11 @@ them when the test is over, for ``status.json``. This is the evidence a Server r
 that misses its bound is explained by: whether batches grew with the backlog
 (the size histogram), and whether the time went to gathering inputs, to the
 backend, or to completing.
+
+Each worker also keeps its last ``RECENT`` batches' service times (gather to completion)
+and sizes in a ring: two slot writes and a counter per batch. The child's heartbeat
+thread reads what is new since its last beat through a ``BatchTail`` (the live p99
+estimate, ``progress``); the worker never waits on it.
 """
 
 from __future__ import annotations
@@ -13,11 +18,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+#: Batches each worker keeps for the live estimate (a power of two: the slot is a mask).
+RECENT = 4096
+_SLOT = RECENT - 1
+
 
 class BatchStats:
     """One worker's batches (see the module docstring)."""
 
-    __slots__ = ("complete_s", "gather_s", "predict_s", "sizes")
+    __slots__ = ("complete_s", "count", "gather_s", "predict_s", "recent_n", "recent_s",
+                 "sizes")
 
     def __init__(self, max_batch: int) -> None:
         #: ``sizes[n]``: batches of ``n`` samples.
@@ -25,12 +35,47 @@ class BatchStats:
         self.gather_s = 0.0
         self.predict_s = 0.0
         self.complete_s = 0.0
+        #: Batches added; batch ``k``'s service seconds and size are in slot ``k % RECENT``.
+        self.count = 0
+        self.recent_s = [0.0] * RECENT
+        self.recent_n = [0] * RECENT
 
     def add(self, n: int, gather_s: float, predict_s: float, complete_s: float) -> None:
         self.sizes[n] += 1
         self.gather_s += gather_s
         self.predict_s += predict_s
         self.complete_s += complete_s
+        slot = self.count & _SLOT
+        self.recent_s[slot] = gather_s + predict_s + complete_s
+        self.recent_n[slot] = n
+        self.count += 1  # last: a reader that sees the count finds the slot written
+
+
+class BatchTail:
+    """The heartbeat's cursor over the workers' rings: each call to ``new`` returns the
+    batches added since the previous one, as (service seconds, samples).
+
+    When a worker lapped its ring between two calls, the older batches are lost and the
+    latest ``RECENT - SLACK`` stand for them (a sample of the interval, not all of it);
+    the slack keeps clear of the slots the worker may be overwriting during the read.
+    """
+
+    SLACK = 64
+
+    def __init__(self) -> None:
+        self._seen: dict[int, int] = {}
+
+    def new(self, stats: Iterable[BatchStats]) -> list[tuple[float, int]]:
+        batches: list[tuple[float, int]] = []
+        for worker in list(stats):
+            end = worker.count
+            start = max(self._seen.get(id(worker), 0), end - (RECENT - self.SLACK))
+            self._seen[id(worker)] = end
+            durations, sizes = worker.recent_s, worker.recent_n
+            for k in range(start, end):
+                slot = k & _SLOT
+                batches.append((durations[slot], sizes[slot]))
+        return batches
 
 
 def merge(stats: Iterable[BatchStats]) -> dict[str, Any]:

@@ -8,6 +8,8 @@ process only builds the backend, dataset and SUT, runs the test, and reports:
 * progress: JSON lines on the pipe ``PROGRESS_FD`` every ``sut.heartbeat_s``, from
   the start: during setup they name the ``stage`` ("loading model", "opening dataset",
   "warming up", "starting workers"), so a long model load or compile stays alive;
+  while LoadGen runs they carry ``live`` (``progress.LiveStatus``: the rate, Server's
+  backlog and SUT-side p99 estimate, and early warnings, also kept in ``status.json``);
 * control: a ``stop`` line on stdin, EOF on stdin (the parent is gone), SIGTERM or
   SIGHUP, and the parent's death (PR_SET_PDEATHSIG, see ``signals``) all stop the
   test: LoadGen running, the SUT drains; during setup, the process exits at once;
@@ -37,6 +39,7 @@ from pydantic import BaseModel, ConfigDict
 
 from . import backends, datasets, signals
 from .backends import BackendBase, BackendInfo
+from .batch_stats import BatchStats, BatchTail
 from .config import RunConfig
 from .llm.card import is_llm_benchmark
 from .llm.child import build_llm_sut
@@ -46,6 +49,8 @@ from .output_contract import OutputContract
 from .paths import find_paths
 from .postprocess import make_postprocess
 from .process_workers import WorkerSpec
+from .progress import LiveEstimator
+from .scenarios import Scenario
 from .settings import LoadGenSettings
 from .sut import SystemUnderTest
 
@@ -78,6 +83,8 @@ class _Status:
         self._lock = threading.Lock()
         self._written = False
         self.backend: dict[str, Any] = {}
+        #: The live estimate's warnings go into the record (set when LoadGen starts).
+        self.live: LiveEstimator | None = None
 
     def write(self, status: str, code: int, sut: SystemUnderTest | None, **extra: Any) -> bool:
         with self._lock:
@@ -94,6 +101,9 @@ class _Status:
                 "issue_calls": sut.issue_calls if sut else 0,
                 "derived": sut.derived if sut else {},
                 "batches": sut.batch_profile() if sut else {},
+                # Early warnings seen during the run: evidence, not a verdict (LoadGen's
+                # detail log decides VALID or INVALID).
+                "warnings": self.live.warnings() if self.live else [],
                 **extra,
             }
             tmp = self.path.with_suffix(".tmp")
@@ -123,6 +133,8 @@ class _State:
         self.sut: SystemUnderTest | None = None
         #: Set just before LoadGen starts: from then on a stop drains instead of exiting.
         self.running = False
+        #: The live estimate, made just before LoadGen starts; fed by the heartbeat only.
+        self.live: LiveEstimator | None = None
         self.interrupted = threading.Event()
         self.reason = ""
         self._lock = threading.Lock()
@@ -143,12 +155,20 @@ def _heartbeat(out: TextIO, state: _State, every: float, done: threading.Event) 
     """Beat from the start of setup: a slow model load or compile is alive, not hung."""
     start = time.monotonic()
     running_since: float | None = None
+    tail = BatchTail()
     while True:
         finished = done.wait(every)
         sut = state.sut
         if state.running and running_since is None:
             running_since = time.monotonic()
         draining = sut is not None and sut.draining.is_set()
+        live: dict[str, Any] = {}
+        if state.running and state.live is not None and sut is not None:
+            # Issued before completed: a backlog read the other way round could count
+            # samples completed after the issue count was taken.
+            issued = getattr(sut, "issue_calls", 0)
+            live = {"live": state.live.observe(sut.completer.completed, issued,
+                                               tail.new(_worker_stats(sut))).to_json()}
         try:
             out.write(json.dumps({
                 "stage": "draining" if draining and state.running else state.stage,
@@ -160,12 +180,21 @@ def _heartbeat(out: TextIO, state: _State, every: float, done: threading.Event) 
                 "since_start_s": round(time.monotonic() - start, 3),
                 "draining": draining,
                 "failed": bool(sut.failures) if sut else False,
+                **live,
             }) + "\n")
             out.flush()
         except (BrokenPipeError, ValueError, OSError):
             return  # the parent went away; the control pipe's EOF stops the test
         if finished:
             return
+
+
+def _worker_stats(sut: SystemUnderTest) -> list[BatchStats]:
+    """The worker threads' batch records; none for worker processes (their phases stay
+    in the workers) or the LLM SUT, whose estimate then has rates and backlog only."""
+    # The SUT's own list, read and never written here (a public accessor on
+    # SystemUnderTest would be the tidier seam).
+    return list(getattr(sut, "_stats", ()))
 
 
 def _stop(state: _State, status: _Status, reason: str) -> None:
@@ -222,7 +251,8 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
     drained = threading.Event()
     try:
         state.enter("loading model")
-        if is_llm_benchmark(find_paths(spec.home), config.benchmark):
+        llm = is_llm_benchmark(find_paths(spec.home), config.benchmark)
+        if llm:
             # A text-generation card: suite.llm builds the token-latency SUT (same surface).
             llm_sut, status.backend = build_llm_sut(spec.home, config, drained.set)
             sut = state.sut = cast(SystemUnderTest, llm_sut)
@@ -264,6 +294,12 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
         # switch interval a busy worker can hold it that long, which showed up as
         # 5-10 ms Server tails at a few hundred QPS.
         sys.setswitchinterval(config.sut.switch_interval_us / 1e6)
+    server = config.scenario is Scenario.SERVER
+    state.live = status.live = LiveEstimator(
+        config.scenario.value,
+        # An LLM's Server bounds are token latencies (TTFT, TPOT), not this one.
+        bound_ms=float(config.loadgen.latency_bound_ms) if server and not llm else None,
+        target_qps=config.loadgen.target_qps if server else None)
     started = time.monotonic()
     state.enter("running")
     state.running = True

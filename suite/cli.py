@@ -71,19 +71,37 @@ def app() -> None:
 
 
 class _Progress:
-    """A rich progress bar fed by the child's heartbeats (relayed on another thread)."""
+    """A rich progress bar fed by the child's heartbeats (relayed on another thread).
+
+    With the child's live figures (``live``, a ``progress.LiveStatus``): Server's achieved
+    QPS, SUT-side p99 estimate against the bound and backlog, Offline's samples/s, and
+    the latest early warning; the bar keeps its last line, warning included, at the end.
+    """
 
     def __init__(self, progress: Progress, label: str) -> None:
         self.progress = progress
         self.label = label
         self.task: TaskID | None = None
+        self.status: Any = None  # the latest progress.LiveStatus
+
+    def live(self, status: Any) -> None:
+        """Each beat's ``progress.LiveStatus``, just before ``__call__`` (``LiveSink``)."""
+        self.status = status
 
     def __call__(self, completed: int, expected: int | None, elapsed: float) -> None:
+        from .progress import describe  # lazy, like every command's imports
+
         if self.task is None:
             self.task = self.progress.add_task(self.label, total=expected)
-        rate = completed / elapsed if elapsed > 0 else 0.0
-        self.progress.update(self.task, completed=completed, total=expected,
-                             description=f"{self.label} {rate:,.0f} samples/s")
+        if self.status is None:
+            rate = completed / elapsed if elapsed > 0 else 0.0
+            figures, warning = f"{rate:,.0f} samples/s", ""
+        else:
+            figures, _, warning = describe(self.status).partition("  WARNING: ")
+        text = f"{escape(self.label)} {escape(figures)}"
+        if warning:
+            text += f"  [bold yellow]WARNING:[/] {escape(warning)}"
+        self.progress.update(self.task, completed=completed, total=expected, description=text)
 
     def stage(self, stage: str) -> None:
         """The child's setup stage ("loading model", "warming up", ...) until LoadGen runs."""

@@ -2,9 +2,10 @@
 
 The parent never imports LoadGen. It writes the child's spec and conf files, starts
 ``python -m suite.child`` in its own session (so a terminal Ctrl-C reaches only the
-parent, which then asks the child to stop through its stdin), relays progress and the
-child's setup stage, kills a child that stops sending heartbeats or whose setup never
-ends, and turns the child's ``status.json`` and LoadGen's logs into a ``TestResult``.
+parent, which then asks the child to stop through its stdin), relays progress (with the
+child's live figures and early warnings, ``progress.LiveStatus``) and its setup stage,
+kills a child that stops sending heartbeats or whose setup never ends, and turns the
+child's ``status.json`` and LoadGen's logs into a ``TestResult``.
 
 A performance test is VALID or INVALID only by LoadGen's verdict in its detail log: a
 missing or incomplete log fails the test, naming the file. Only a completed test carries
@@ -30,12 +31,14 @@ from typing import Any
 from .config import RunConfig
 from .errors import ConfigError, SuiteError
 from .logs import DETAIL_LOG, parse_detail_log
+from .progress import LiveSink, LiveStatus
 from .results import PerformanceSummary, Status, TestResult, summarize_performance
 from .rules import RuleSet
 from .scenarios import Mode
 from .settings import write_settings
 
-#: Called with (completed samples, expected samples or None, elapsed seconds).
+#: Called with (completed samples, expected samples or None, elapsed seconds). A callback
+#: that is also a ``progress.LiveSink`` gets each beat's ``LiveStatus`` first.
 ProgressCallback = Callable[[int, int | None, float], None]
 #: Called with the child's stage when it changes ("loading model", ..., "running").
 StageCallback = Callable[[str], None]
@@ -76,6 +79,8 @@ class _Watch:
     setup: bool = True
     #: Why the child could not write status.json (a full disk), if it said so.
     status_error: str = ""
+    #: The latest live figures the child sent (None before LoadGen runs).
+    live: LiveStatus | None = None
 
 
 def _relay(pipe: Any, watch: _Watch, expected: int | None,
@@ -97,6 +102,11 @@ def _relay(pipe: Any, watch: _Watch, expected: int | None,
             watch.stage = stage
             if on_stage is not None:
                 on_stage(stage)
+        live = beat.get("live")
+        if isinstance(live, dict):
+            watch.live = LiveStatus.from_json(live)
+            if watch.live is not None and isinstance(on_progress, LiveSink):
+                on_progress.live(watch.live)
         if on_progress is not None and not watch.setup:
             on_progress(watch.completed, expected, float(beat.get("elapsed_s", 0.0)))
 
