@@ -89,6 +89,10 @@ class SutConfig(_Section):
         default=-1, ge=-1,
         description="Server dynamic batching; -1 derives it from the latency bound and the "
         "batch latency measured at warm-up")
+    pace_batches: bool = Field(
+        default=True, description="Server, with max_wait_us = -1: space batches evenly "
+        "across workers, at an interval derived at warm-up from the batch latency, the "
+        "workers and target_qps (keeps workers from bunching behind a large fixed cost)")
     workers: int = Field(default=1, ge=1, description="worker threads (Offline, Server)")
     worker_model: Literal["threads", "processes"] = Field(
         default="threads", description="Server: workers as threads, or as processes with "

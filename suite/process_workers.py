@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 
 # Control words at the start of the ring block (int64 each).
 _HEAD, _TAIL, _STOP, _GEN = 0, 1, 2, 3
+# Monotonic ns before which no worker claims a batch that is not full: Server batches
+# leave ``interval_s`` apart (see server_policy.dispatch_interval_s); 0 when not paced.
+_NEXT = 4
 _BUSY = 8  # _BUSY + n: monotonic ns at which worker n claimed its batch, 0 when idle
 # Messages on the shared pipe: (kind, a, b) as three int64.
 _READY, _DONE, _FAILED, _QUIT = 1, 2, 3, 4
@@ -140,14 +143,15 @@ class ProcessWorkers:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def start(self, max_wait_s: float, timeout_s: float) -> None:
-        """Start the workers and wait until each has built and warmed its backend."""
+    def start(self, max_wait_s: float, timeout_s: float, interval_s: float = 0.0) -> None:
+        """Start the workers and wait until each has built and warmed its backend;
+        batches that are not full leave at least ``interval_s`` apart."""
         dataset = self.dataset
         for number in range(self.workers):
             process = self._context.Process(
                 target=_worker_main, name=f"sut-worker-{number}", daemon=True,
                 args=(self.spec, number, self._ring.name, self.layout, self._claim_lock,
-                      self._writer, self._errors, self.max_batch, max_wait_s,
+                      self._writer, self._errors, self.max_batch, max_wait_s, interval_s,
                       dataset.sample_shape, str(dataset.dtype), str(self.completer.dtype),
                       dataset.raw))
             process.start()
@@ -347,13 +351,14 @@ def _staged_name(ring_name: str, generation: int) -> str:
 
 def _worker_main(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout,
                  claim_lock: Any, writer: Any, errors: Any, max_batch: int,
-                 max_wait_s: float, sample_shape: tuple[int, ...], sample_dtype: str,
-                 response_dtype: str, raw: RawInput | None) -> None:
+                 max_wait_s: float, interval_s: float, sample_shape: tuple[int, ...],
+                 sample_dtype: str, response_dtype: str, raw: RawInput | None) -> None:
     """Build the backend, then claim, predict and hand back batches until stopped."""
     _die_with_parent()
     try:
-        _serve(spec, number, ring_name, layout, claim_lock, writer, max_batch, max_wait_s,
-               sample_shape, np.dtype(sample_dtype), np.dtype(response_dtype), raw)
+        _serve(spec, number, ring_name, layout, claim_lock, writer, max_batch,
+               (max_wait_s, interval_s), sample_shape, np.dtype(sample_dtype),
+               np.dtype(response_dtype), raw)
     except BaseException as exc:
         errors.put((number, repr(exc), traceback.format_exc()))
         writer.send_bytes(_MESSAGE.pack(_FAILED, number, 0))
@@ -378,7 +383,8 @@ def _die_with_parent() -> None:
 
 
 def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim_lock: Any,
-           writer: Any, max_batch: int, max_wait_s: float, sample_shape: tuple[int, ...],
+           writer: Any, max_batch: int, waits: tuple[float, float],
+           sample_shape: tuple[int, ...],
            sample_dtype: np.dtype[Any], response_dtype: np.dtype[Any],
            raw: RawInput | None) -> None:
     from .child import load_model
@@ -405,6 +411,8 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim
     send, pack = writer.send_bytes, _MESSAGE.pack
     send(pack(_READY, number, 0))
     busy = _BUSY + number
+    max_wait_s, interval_s = waits  # the adaptive wait's ceiling; the pacing interval
+    interval_ns = int(interval_s * 1e9)
     wait, deadline = max_wait_s, -1.0
     while not ctrl[_STOP]:
         # Look without the lock (LoadGen's issue thread takes it for every query); claim
@@ -417,13 +425,17 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim
             now = time.perf_counter()
             if deadline < 0:
                 deadline = now + wait
-            if waiting >= max_batch or now >= deadline:
+            full = waiting >= max_batch
+            if full or (now >= deadline and
+                        (not interval_ns or time.monotonic_ns() >= int(ctrl[_NEXT]))):
                 with claim_lock:
                     tail = int(ctrl[_TAIL])
                     take = min(int(ctrl[_HEAD]) - tail, max_batch)
                     if take > 0:
                         ctrl[_TAIL] = tail + take
-                        ctrl[busy] = time.monotonic_ns()
+                        ctrl[busy] = stamp = time.monotonic_ns()
+                        if interval_ns:
+                            ctrl[_NEXT] = stamp + interval_ns
         if take <= 0:
             time.sleep(_POLL_S)
             continue

@@ -5,12 +5,15 @@ LoadGen's issue thread puts each query (one sample, or several when LoadGen coal
 overdue ones) on a ``SimpleQueue`` untouched; a worker takes the first and ``fill``
 adds queued ones until the batch is full or its wait has passed, so batches grow with
 the backlog. A query that does not fit is cut, and its rest starts later batches.
+Where the policy paces batches (``server_policy.dispatch_interval_s``), a ``Pacer``
+gives each batch the time it may leave, an interval after the one before it.
 """
 
 from __future__ import annotations
 
 import collections
 import queue
+import threading
 import time
 
 # A query as LoadGen issued it: (LoadGen ids, QSL indices).
@@ -33,18 +36,40 @@ def next_query(source: queue.SimpleQueue[Query | None]) -> Query | None:
             continue
 
 
+class Pacer:
+    """Hands out the times at which Server batches may leave, ``interval_s`` apart
+    across all worker threads. A worker asks once it holds its batch's first query, so
+    every time handed out belongs to a batch."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def reserve(self, now: float) -> float:
+        """The earliest time (``perf_counter``) at which this batch may leave."""
+        with self._lock:
+            at = max(now, self._next)
+            self._next = at + self.interval_s
+        return at
+
+
 def fill(source: queue.SimpleQueue[Query | None], queries: list[Query],
          carry: collections.deque[Query], wait: float, max_batch: int,
-         waits: collections.deque[float]) -> tuple[int, bool]:
+         waits: collections.deque[float], pacer: Pacer | None = None) -> tuple[int, bool]:
     """Add queries from ``source`` to ``queries`` (one, to start) until ``max_batch``
-    samples or ``wait`` seconds; a query that does not fit is cut and its rest goes
-    to ``carry``. Returns the batch's sample count and whether the stop signal (None)
-    was taken. ``waits`` records each wait used (bounded; for tests and diagnosis)."""
+    samples or ``wait`` seconds, or until the time ``pacer`` gives, whichever is later;
+    a query that does not fit is cut and its rest goes to ``carry``. Returns the batch's
+    sample count and whether the stop signal (None) was taken. ``waits`` records each
+    wait used (bounded; for tests and diagnosis)."""
     if len(queries[0][0]) > max_batch:  # a coalesced query: the rest starts later batches
         queries[0] = cut(queries[0], max_batch, max_batch, carry)
     count = len(queries[0][0])
-    waits.append(wait)
-    deadline = time.perf_counter() + wait
+    now = time.perf_counter()
+    deadline = now + wait
+    if pacer is not None and count < max_batch:
+        deadline = max(deadline, pacer.reserve(now))
+    waits.append(deadline - now)
     while count < max_batch and not carry:
         try:
             nxt = source.get_nowait()

@@ -47,7 +47,7 @@ from .postprocess import Postprocess
 from .process_workers import ProcessWorkers, WorkerSpec
 from .scenarios import Scenario
 from .server_policy import derive, derive_max_wait_s
-from .server_queue import Query, fill, next_query
+from .server_queue import Pacer, Query, fill, next_query
 
 __all__ = ["DISPATCH", "Dispatch", "FailureLog", "SystemUnderTest", "derive_max_wait_s"]
 
@@ -111,6 +111,9 @@ class SystemUnderTest:
         #: The largest Server batch: ``max_batch_size``, or less where a batch that large
         #: could not meet the latency bound (derived at warm-up; see ``server_policy``).
         self.batch_cap = config.max_batch_size
+        #: How far apart Server batches leave (derived at warm-up; 0: not paced).
+        self.interval_s = 0.0
+        self._pacer: Pacer | None = None
         #: Values the SUT derived at warm-up (recorded in status.json).
         self.derived: dict[str, float] = {}
         #: ``issue_queries`` calls: fewer than samples when LoadGen coalesced queries.
@@ -171,8 +174,11 @@ class SystemUnderTest:
         del source
         if self.dispatch is Dispatch.DYNAMIC and self.config.max_wait_us < 0 and timings[1]:
             bound_s = (self._latency_bound_ms or 0.0) / 1e3
-            self.batch_cap, self.max_wait_s, self.derived = derive(
-                timings, largest, bound_s, self.config.workers, self._target_qps)
+            policy = derive(timings, largest, bound_s, self.config.workers, self._target_qps)
+            self.batch_cap, self.max_wait_s = policy.batch_cap, policy.max_wait_s
+            self.interval_s = policy.interval_s if self.config.pace_batches else 0.0
+            self.derived = {**policy.record, "dispatch_interval_us":
+                            round(self.interval_s * 1e6, 1)}
 
     def start(self) -> None:
         """Start the worker threads (none for INLINE) and the watchdog.
@@ -181,6 +187,9 @@ class SystemUnderTest:
         frameworks keep per-thread state (torch.compile's guards, thread pools) whose
         first use is slow and must not land inside the measured run.
         """
+        # One pacer for all worker threads: it spaces their batches (warm-up set the
+        # interval; see server_policy.dispatch_interval_s).
+        self._pacer = Pacer(self.interval_s) if self.interval_s > 0 else None
         if self.config.worker_model == "processes" and self._worker_spec is not None:
             self._start_processes(self._worker_spec)
         elif self.dispatch is not Dispatch.INLINE:
@@ -199,7 +208,8 @@ class SystemUnderTest:
         pool = self.processes = ProcessWorkers(
             spec, self.dataset, self.completer, self.config.workers,
             self.batch_cap, self._worker_failed)
-        pool.start(self.max_wait_s, timeout_s=max(60.0, self.config.watchdog_timeout_s))
+        pool.start(self.max_wait_s, timeout_s=max(60.0, self.config.watchdog_timeout_s),
+                   interval_s=self.interval_s)
         pool_issue = pool.issue
 
         def issue(ids: list[int], indices: list[int]) -> None:
@@ -411,6 +421,7 @@ class SystemUnderTest:
     def _dynamic_worker(self) -> None:
         max_batch = self.batch_cap
         max_wait = self.max_wait_s
+        pacer = self._pacer
         # The wait adapts to the load (halved after a batch under half full, doubled after
         # a fuller one, never above max_wait): at light load waiting only adds latency, at
         # heavy load it fills batches.
@@ -427,7 +438,8 @@ class SystemUnderTest:
             self.batches_begun += 1
             queries: list[Query] = [first]
             try:
-                count, stopping = fill(self._queue, queries, carry, wait, max_batch, self.waits)
+                count, stopping = fill(self._queue, queries, carry, wait, max_batch, self.waits,
+                                       pacer)
                 if 2 * count >= max_batch:
                     wait = min(max_wait, max(2 * wait, 50e-6))
                 else:

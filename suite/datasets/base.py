@@ -129,5 +129,10 @@ class InMemoryDataset:
         start = int(slots[0])
         if start >= 0 and int(slots[-1]) - start == n - 1 and (np.diff(slots) == 1).all():
             return self._loaded[start:start + n]  # staged in this order: no copy
-        np.take(self._loaded, slots, axis=0, out=out[:n])
+        if int(slots.min()) < 0:
+            raise DatasetError(f"{self.name}: a sample of this batch was not loaded")
+        # mode="clip": with the default "raise", numpy gathers into a temporary and copies
+        # it into ``out`` (so that a bad index leaves ``out`` untouched): two copies, 4-8x
+        # slower for 150 KB ResNet-50 samples here. The slots were checked just above.
+        np.take(self._loaded, slots, axis=0, out=out[:n], mode="clip")
         return out[:n]
