@@ -78,6 +78,9 @@ class LoadGenConfig(_Section):
     coalesce_queries: bool = Field(
         default=False, description="Server: LoadGen issues the queries already due in one "
         "call (each keeps its own scheduled time, so its latency still counts from it)")
+    enable_trace: bool = Field(
+        default=False, description="write LoadGen's mlperf_log_trace.json (every query's "
+        "issue and completion time, for `suite report --html`); costs throughput")
 
 
 class SutConfig(_Section):

@@ -13,7 +13,8 @@ it enforces come from LoadGen's measured behaviour (measured on mlcommons-loadge
   stray ``audit.config`` in the working directory can never change a run;
 * response data only has to live until ``QuerySamplesComplete`` returns (LoadGen
   copies logged payloads inside the call), and ``size`` is in bytes;
-* the trace log is off: it is not valid JSON and costs 12-31 % throughput.
+* the trace log is off unless ``loadgen.enable_trace`` asks for it: it costs 12-31 %
+  throughput and is not valid JSON (``html_report`` reads its samples line by line).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def run_test(
     log_settings = lg.LogSettings()
     log_settings.log_output.outdir = str(test_dir)
     log_settings.log_output.copy_summary_to_stdout = False
-    log_settings.enable_trace = False
+    log_settings.enable_trace = settings.enable_trace  # opt-in: loadgen.enable_trace
     if sut_name is None:
         sut, destroy = lg.ConstructFastSUT(issue, flush), lg.DestroyFastSUT
     else:

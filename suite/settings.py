@@ -47,6 +47,8 @@ class LoadGenSettings:
     user_conf: str
     expected_samples: int | None
     min_duration_ms: int
+    #: LoadGen's trace log (``loadgen.enable_trace``): per-query timings, opt-in.
+    enable_trace: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -153,6 +155,7 @@ def write_settings(
         expected_samples=expected_samples(
             config, mode, bench.dataset_size if dataset_size is None else dataset_size),
         min_duration_ms=config.loadgen.min_duration_ms,
+        enable_trace=config.loadgen.enable_trace,
     )
     (test_dir / "settings.json").write_text(settings.to_json() + "\n", encoding="utf-8")
     return settings
