@@ -167,7 +167,8 @@ def read_attempt(run_dir: Path) -> tuple[Attempt | None, str]:
     except UnicodeDecodeError as exc:
         return None, f"result.json is not UTF-8 text ({exc.reason} at byte {exc.start})"
     except json.JSONDecodeError as exc:
-        return None, f"result.json is not valid JSON ({exc.msg} at line {exc.lineno})"
+        return None, (f"result.json is not valid JSON ({exc.msg}: line {exc.lineno}, "
+                      f"column {exc.colno})")
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "top level"
@@ -287,3 +288,32 @@ def metric_text(metric: Metric | None) -> str:
     value = f"{metric.value:,.2f}" if abs(metric.value) >= 1 else f"{metric.value:.4g}"
     name = "" if metric.name == metric.unit else f"{metric.name}: "
     return f"{name}{value} {metric.unit}"
+
+
+#: Beside each packaged result's evidence: every attempt of the same configuration key.
+ATTEMPTS_NAME = "attempts.json"
+ATTEMPTS_SCHEMA_VERSION = 1
+
+
+def attempts_record(ledger: Ledger, run_id: str) -> dict[str, Any]:
+    """What a bundle records for the packaged run ``run_id``: every ledger row with the
+    same benchmark, scenario, mode, backend and system (the chosen one marked), and the
+    run directories that could not be read (they may have been attempts too)."""
+    chosen = next((row for row in ledger.rows if row.run_id == run_id), None)
+    if chosen is None:
+        raise ConfigError(f"run {run_id} is not in the ledger of {ledger.runs_dir}",
+                          hint="`suite runs` names why a run directory cannot be read")
+
+    def key(row: Attempt) -> tuple[str, ...]:
+        return row.benchmark, row.scenario, row.mode, row.backend, row.system
+
+    attempts = []
+    for row in ledger.rows:
+        if key(row) == key(chosen):
+            entry = {k: v for k, v in asdict(row).items() if k != "run_dir"}
+            attempts.append({**entry, "chosen": row.run_id == run_id})
+    return {"schema_version": ATTEMPTS_SCHEMA_VERSION, "chosen": run_id,
+            "key": dict(zip(("benchmark", "scenario", "mode", "backend", "system"),
+                            key(chosen), strict=True)),
+            "digest_excludes": list(DIGEST_EXCLUDED), "attempts": attempts,
+            "unreadable": [{"run": Path(s.path).name, "why": s.why} for s in ledger.skipped]}

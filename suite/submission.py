@@ -5,14 +5,20 @@ The helpers they orchestrate live in ``package`` (the tree), ``package_safety`` 
 staging, placing) and ``bundle`` (the signature). Official packaging is not signed when
 the tree fails a rule (``signed`` is then False and ``bundle`` None); ``unofficial``
 signs it anyway, marked so in the predicate.
+
+Beside each result's evidence, ``package`` writes ``attempts.json``: every attempt of
+that result's benchmark, scenario, mode, backend and system that the run ledger
+(``suite.ledger``) holds, not only the chosen one. It lies in the tree, so the signed
+file list covers it; ``suite audit`` shows it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .paths import Paths, find_paths
 
@@ -108,6 +114,7 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
     try:
         extras = pkg.build_tree(staged, selection, paths, rules, division, submitter,
                                 system_name, system_json, precision)
+        write_attempts(staged, extras, runs_dir or paths.runs)
     except BaseException:
         safety.discard(staged)  # never leave a half-built tree behind
         raise
@@ -123,6 +130,21 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
             report, extras, unofficial=unofficial, identity=identity,
             src=pkg.source_pointer(paths.home)))
     return result
+
+
+def write_attempts(root: Path, extras: dict[str, dict[str, Any]], runs_dir: Path) -> None:
+    """``evidence/<result>/attempts.json`` for each packaged result (``extras``: result id
+    -> what ``build_tree`` recorded, its ``run_id`` among it)."""
+    from .ledger import ATTEMPTS_NAME, attempts_record, list_runs
+    from .package import EVIDENCE_DIR
+
+    ledger = list_runs(runs_dir)
+    for rel, extra in sorted(extras.items()):
+        record = attempts_record(ledger, str(extra["run_id"]))
+        target = root / EVIDENCE_DIR / rel / ATTEMPTS_NAME
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # sorted keys and no wall-clock time: packing twice gives identical bytes
+        target.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def sign(tree: Path, *, out: Path | None = None, key_path: Path | None = None,

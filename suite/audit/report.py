@@ -3,17 +3,26 @@
 Each ``Check`` is a ``suite.findings.Finding`` (rule ``AUDIT-<step>``, severity error
 when it failed, info when it passed) with the audit's step, name and outcome on top.
 The JSON schema is generated from ``AuditReport`` (``suite/schemas/``).
+
+Schema versions: 1 the checks; 2 adds ``attempts``: for each packaged result, every
+attempt its bundle records (``evidence/<result>/attempts.json``, written by ``suite
+package``), so an auditor sees what was tried before the chosen result.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from ..findings import Finding, Severity
 
-AUDIT_SCHEMA_VERSION = 1
+AUDIT_SCHEMA_VERSION = 2
 AUDIT_PREDICATE_TYPE = "https://infersuite.dev/attestation/audit/v1"
 
 
@@ -25,6 +34,38 @@ class Check(Finding):
     step: int
     name: str
     passed: bool
+
+
+class Attempt(BaseModel):
+    """One attempt of a packaged result, as its bundle recorded it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    time: str
+    status: str
+    metric: str | None = None
+    value: float | None = None
+    unit: str | None = None
+    submittable: bool = False
+    config_digest: str | None = None
+    #: the best attempt of its config-digest group
+    best: bool = False
+    #: the attempt packaged as the result
+    chosen: bool = False
+
+
+class ResultAttempts(BaseModel):
+    """Every attempt behind one packaged result (``problem``: why none could be read)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    result: str
+    chosen: str = ""
+    attempts: list[Attempt] = Field(default_factory=list)
+    #: run directories the packager could not read (they may have been attempts too)
+    unreadable: list[str] = Field(default_factory=list)
+    problem: str = ""
 
 
 class AuditReport(BaseModel):
@@ -40,6 +81,9 @@ class AuditReport(BaseModel):
     stopped_at: int | None = Field(default=None, serialization_alias="stopped_at_step")
     #: the verified predicate marks the bundle UNOFFICIAL (test packaging)
     unofficial: bool = False
+    #: per packaged result, the attempts its bundle records; None: not read (step 1
+    #: failed, or the bundle file changed after the audit read it)
+    attempts: list[ResultAttempts] | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -57,10 +101,69 @@ class AuditReport(BaseModel):
         return check
 
     def to_dict(self) -> dict[str, Any]:
+        self.read_attempts()
         return self.model_dump(mode="json", by_alias=True)
 
     def to_json(self) -> str:
+        self.read_attempts()
         return self.model_dump_json(indent=2, by_alias=True)
+
+    def read_attempts(self) -> None:
+        """Fill ``attempts`` from the bundle, once, and only from verified bytes.
+
+        The audit's extracted tree is gone by the time the report is printed, so this
+        reads the bundle file again: only when step 1 verified it, and only if its bytes
+        still hash to ``bundle_sha256`` (the bytes whose signature and file list step 1
+        verified). A changed file leaves ``attempts`` None.
+        """
+        if self.attempts is not None or not self.checks or not self.checks[0].passed:
+            return
+        try:
+            data = Path(self.bundle).read_bytes()
+        except OSError:
+            return
+        if hashlib.sha256(data).hexdigest() != self.bundle_sha256:
+            return
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+                found = {m.name: tar.extractfile(m) for m in tar
+                         if m.isreg() and m.name.startswith(EVIDENCE_PREFIX)
+                         and m.name.endswith("/" + ATTEMPTS_FILE)}
+                files = {name: handle.read() for name, handle in found.items()
+                         if handle is not None}
+        except (OSError, tarfile.TarError, EOFError):
+            return  # step 1 read this archive: an unreadable one failed there
+        self.attempts = attempts_from_files(files)
+
+
+#: Where ``suite package`` writes each result's attempts (``suite.ledger``'s record).
+EVIDENCE_PREFIX = "evidence/"
+ATTEMPTS_FILE = "attempts.json"
+
+
+def attempts_from_files(files: dict[str, bytes]) -> list[ResultAttempts]:
+    """The attempts records among a tree's files (name relative to the tree -> bytes);
+    a record that cannot be read is listed with its problem, never dropped."""
+    out = []
+    for name, data in sorted(files.items()):
+        result = name.removeprefix(EVIDENCE_PREFIX).removesuffix("/" + ATTEMPTS_FILE)
+        try:
+            record = json.loads(data.decode("utf-8"))
+            attempts = [Attempt.model_validate({
+                **row, **_metric(row.get("metric"))}) for row in record["attempts"]]
+            unreadable = [f"{u['run']}: {u['why']}" for u in record.get("unreadable", [])]
+            out.append(ResultAttempts(result=result, chosen=str(record.get("chosen", "")),
+                                      attempts=attempts, unreadable=unreadable))
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            out.append(ResultAttempts(result=result, problem=f"{name} is unreadable: {exc}"))
+    return out
+
+
+def _metric(metric: Any) -> dict[str, Any]:
+    if not isinstance(metric, dict):
+        return {"metric": None}
+    return {"metric": metric.get("name"), "value": metric.get("value"),
+            "unit": metric.get("unit")}
 
 
 def verdict_line(report: AuditReport) -> str:
@@ -73,6 +176,7 @@ def verdict_line(report: AuditReport) -> str:
 
 
 def render(report: AuditReport) -> Any:
+    from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
@@ -84,4 +188,39 @@ def render(report: AuditReport) -> Any:
                       Text("PASS" if check.passed else "FAIL",
                            style="green" if check.passed else "red"),
                       Text("\n".join(check.evidence[:6])))
+    report.read_attempts()
+    if report.attempts is None:
+        return table
+    return Group(table, render_attempts(report.attempts))
+
+
+def render_attempts(records: list[ResultAttempts]) -> Any:
+    """One section per packaged result: every attempt, the chosen one and each config
+    group's best marked."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="attempts behind each result (recorded by suite package)")
+    for column in ("result", "run", "time", "status", "metric", "submittable",
+                   "config digest", "chosen", "best"):
+        table.add_column(column, overflow="fold")
+    if not records:
+        table.add_row(Text("the bundle records no attempts (packaged before suite package "
+                           "recorded them)"), *[""] * 8)
+    for record in records:
+        if record.problem:
+            table.add_row(Text(record.result), Text(record.problem, style="red"), *[""] * 7)
+        for row in record.attempts:
+            value = "-" if row.value is None else (
+                f"{row.value:,.2f}" if abs(row.value) >= 1 else f"{row.value:.4g}")
+            value += f" {row.unit}" if row.value is not None and row.unit else ""
+            table.add_row(Text(record.result), Text(row.run_id), row.time, row.status,
+                          Text(value if row.metric in (None, row.unit) else
+                               f"{row.metric}: {value}"),
+                          "yes" if row.submittable else "no", (row.config_digest or "-")[:12],
+                          "CHOSEN" if row.chosen else "", "*" if row.best else "")
+        for line in record.unreadable:
+            table.add_row(Text(record.result), Text(f"unreadable run {line}",
+                                                    style="yellow"), *[""] * 7)
+        table.add_section()
     return table
