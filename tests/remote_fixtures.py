@@ -119,3 +119,21 @@ def ensure_contract_servers() -> None:
     _contract[:] = start_replicas(card, 2, workdir, max_batch_size=256,
                                   ports=CONTRACT_PORTS)
     atexit.register(stop_replicas, list(_contract))
+
+
+# -- client worker processes for the run record's tests --------------------------------
+
+
+def predict_in_process(endpoints: list[str], batches: int, size: int) -> None:
+    """A worker process's client (spawned, as the SUT's are): ``batches`` predicts."""
+    import numpy as np
+
+    from suite.backends import create
+    from suite.models import load_card
+    from suite.paths import find_paths
+
+    backend = create("remote", {"endpoints": endpoints})
+    backend.load(load_card(find_paths(), "digits"), 256)
+    for _ in range(batches):
+        backend.predict(np.zeros((size, 1, 8, 8), np.float32))
+    # Like a SUT worker process: never closed, the process just ends.

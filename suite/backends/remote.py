@@ -18,7 +18,8 @@ through ``tritonclient`` and returns the output as numpy, shaped like the card's
   endpoint; the SUT then completes every outstanding sample and fails the run.
 * **Record**: ``BackendInfo`` carries what each server says about itself (name,
   version, extensions), the model's metadata and the transport, and marks the run as
-  a network-division SUT (``details["division"] = "network"``).
+  a network-division SUT (``details["division"] = "network"``). ``run_record()`` says
+  what each endpoint served (requests, samples, errors) over every client process.
 
 The sync ``tritonclient`` clients release the GIL while waiting, so the SUT's worker
 threads overlap requests; the ``processes`` worker model runs one client per process.
@@ -48,6 +49,7 @@ from .remote_check import (
     grpc_metadata_parameters,
     max_batch_from,
 )
+from .remote_counts import EndpointCounts
 
 if TYPE_CHECKING:
     from ..models import ModelCard
@@ -213,8 +215,6 @@ class _Balancer:
         self.limit = limit
         self.wait_s = wait_s
         self.outstanding = [0] * count
-        self.requests = [0] * count
-        self.samples = [0] * count
         self._next = 0
         self._cond = threading.Condition()
 
@@ -236,11 +236,9 @@ class _Balancer:
                                        f"{self.wait_s:g} s (backend.remote.max_outstanding)")
                 self._cond.wait(left)
 
-    def release(self, index: int, samples: int) -> None:
+    def release(self, index: int) -> None:
         with self._cond:
             self.outstanding[index] -= 1
-            self.requests[index] += 1
-            self.samples[index] += samples
             self._cond.notify()
 
 
@@ -261,6 +259,8 @@ class RemoteBackend(BackendBase):
         self.balancer = _Balancer(len(self.opts.endpoints), self.opts.max_outstanding,
                                   2 * self.opts.timeout_s)
         self.max_request = 0
+        self.counts: EndpointCounts | None = None
+        self._final: dict[str, Any] = {}
         self._sample_shape: tuple[int, ...] = ()
         self._dtype = np.dtype("float32")
 
@@ -308,6 +308,8 @@ class RemoteBackend(BackendBase):
         self._sample_shape = card.output.sample_shape
         self._dtype = np.dtype(card.input.dtype)
         self._probe(card)
+        # Counted from here: the probes above are checks, not the run's requests.
+        self.counts = EndpointCounts(opts.endpoints)
         client = importlib.metadata.version("tritonclient")
         details["client"] = f"tritonclient {client}"
         # The server's own statement of what it runs, where every endpoint makes the same
@@ -359,11 +361,17 @@ class RemoteBackend(BackendBase):
 
     def _send(self, batch: Batch) -> Outputs:
         index = self.balancer.acquire()
-        transport = self.transports[index]
+        transport, counts = self.transports[index], self.counts
+        assert counts is not None, "predict before load"
         try:
-            return self._checked(transport, transport.infer(batch), len(batch))
+            outputs = self._checked(transport, transport.infer(batch), len(batch))
+        except BackendError:
+            counts.failed(index)
+            raise
         finally:
-            self.balancer.release(index, len(batch))
+            self.balancer.release(index)
+        counts.answered(index, len(batch))
+        return outputs
 
     def predict(self, batch: Batch) -> Outputs:
         step = self.max_request
@@ -379,13 +387,27 @@ class RemoteBackend(BackendBase):
         a NaN output (INTERNAL "required argument is not a float")."""
         return np.zeros((max_batch, *sample_shape), dtype=dtype)
 
+    def run_record(self) -> dict[str, Any]:
+        """What each endpoint served in this run, over every client process: answered
+        requests and samples, failed requests, and the processes that sent them (see
+        ``remote_counts``). The LoadGen process's backend sees its worker processes'."""
+        if self.counts is None:
+            return self._final
+        record = self.counts.record()
+        protocols = {t.url: t.protocol for t in self.transports}
+        for row in record["endpoints"]:
+            row["protocol"] = protocols.get(row["endpoint"], "")
+        return record
+
     def endpoint_stats(self) -> list[dict[str, Any]]:
-        """Requests and samples each endpoint served so far (for tests and benchmarks)."""
-        return [{"endpoint": t.url, "protocol": t.protocol, "requests": r, "samples": s}
-                for t, r, s in zip(self.transports, self.balancer.requests,
-                                   self.balancer.samples, strict=True)]
+        """``run_record()["endpoints"]``: per endpoint requests, samples and errors."""
+        return list(self.run_record().get("endpoints", []))
 
     def close(self) -> None:
+        if self.counts is not None:
+            self._final = self.run_record()  # still readable after close
+            self.counts.close()
+            self.counts = None
         for transport in self.transports:
             if transport._shared is not None:
                 transport._shared.close()
