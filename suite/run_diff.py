@@ -287,12 +287,12 @@ def _test_diff(mode: str, a: TestResult | None, b: TestResult | None) -> TestDif
     def validity(test: TestResult | None) -> str | None:
         return test.performance.result_validity if test and test.performance else None
 
-    backend_a = flatten(a.backend) if a else {}
-    backend_b = flatten(b.backend) if b else {}
+    # a test only one run has: its backend record is no difference, only its absence
+    backend = _changes(flatten(a.backend), flatten(b.backend)) if a and b else []
     return TestDiff(mode=mode, status_a=a.status.value if a else None,
                     status_b=b.status.value if b else None,
                     validity_a=validity(a), validity_b=validity(b), figures=figures,
-                    backend=_changes(backend_a, backend_b))
+                    backend=backend)
 
 
 def _identity(a: RunResult, b: RunResult) -> list[Change]:

@@ -64,7 +64,10 @@ def _headline(diff: RunDiff) -> Table:
 
 
 def _config_table(diff: RunDiff) -> Table:
-    table = Table(title=f"config keys that differ ({len(diff.config)})", title_justify="left")
+    title = f"config keys that differ ({len(diff.config)})"
+    if diff.sources:
+        title += f"; dimmed: same value from another source ({len(diff.sources)})"
+    table = Table(title=title, title_justify="left")
     for column in ("key", "A", "source A", "B", "source B"):
         table.add_column(column)
     # same value from another layer: dim, below the real changes

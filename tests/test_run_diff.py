@@ -228,3 +228,22 @@ def test_number_delta_and_percentile_names() -> None:
     assert number_delta("x", "ms", None, 3.0).delta is None
     assert [percentile_name(k) for k in ("99.90_percentile", "50.00_percentile", "mean")] \
         == ["p99.9", "p50", "mean"]
+
+
+def test_backend_changes_are_listed_per_test(runs: dict[str, Path], tmp_path: Path) -> None:
+    other = _copy(runs["D"], tmp_path)
+    _edit(other / "result.json", lambda r: r["tests"][0]["backend"].update(version="9"))
+    (test,) = diff_runs(runs["A"], other).tests
+    assert [(c.key, c.a, c.b) for c in test.backend] == [("version", "0", "9")]
+
+
+def test_a_test_only_one_run_has_is_absent_on_the_other_side(runs: dict[str, Path],
+                                                             tmp_path: Path) -> None:
+    other = _copy(runs["D"], tmp_path)
+    _edit(other / "result.json", lambda r: r["tests"][0].update(mode="accuracy"))
+    performance, accuracy = diff_runs(runs["A"], other).tests
+    assert (performance.mode, performance.status_a, performance.status_b) == (
+        "performance", "VALID", None)
+    assert (accuracy.mode, accuracy.status_a) == ("accuracy", None)
+    assert performance.backend == [] and accuracy.backend == []
+    assert all(f.b is None for f in performance.figures)
