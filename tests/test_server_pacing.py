@@ -1,0 +1,125 @@
+"""Server batch pacing: the interval the policy derives, the pacer that hands out
+dispatch times, the queue's fill honouring them, and the record a run leaves."""
+
+from __future__ import annotations
+
+import collections
+import json
+import queue
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from suite.datasets.base import InMemoryDataset
+from suite.errors import DatasetError
+from suite.server_policy import BatchCost, derive, dispatch_interval_s
+from suite.server_queue import Pacer, Query, fill
+
+from .conftest import only_run_dir, run_cli
+
+H100 = BatchCost(4.5e-3, 0.08e-3)  # the resnet50-h100-fp16 profile's a + b x n
+
+
+def test_the_interval_lets_the_workers_keep_up_with_a_fifth_to_spare() -> None:
+    # 8,600 QPS on 4 workers: fixed / (workers - rate x per_sample) = 4.5 / 3.312 ms.
+    interval = dispatch_interval_s(H100, 15e-3, 4, 8600.0, cap=26)
+    assert interval == pytest.approx(1.2 * 4.5e-3 / (4 - 8600 * 0.08e-3), rel=1e-9)
+    batch = 8600 * interval  # samples a batch collects in one interval
+    assert H100.latency_s(round(batch)) <= 4 * interval  # four workers keep up
+
+
+def test_the_interval_is_bounded_by_the_latency_bound_and_the_cap() -> None:
+    # A tight bound: the interval and its batch take at most 0.6 of it.
+    tight = dispatch_interval_s(H100, 10e-3, 4, 8600.0, cap=256)
+    assert tight == pytest.approx((0.6 * 10e-3 - 4.5e-3) / (1 + 8600 * 0.08e-3))
+    # A small cap: the interval's batch stays within 0.8 of it.
+    assert dispatch_interval_s(H100, 15e-3, 4, 8600.0, cap=8) == pytest.approx(0.8 * 8 / 8600)
+
+
+def test_no_pacing_where_it_cannot_help() -> None:
+    assert dispatch_interval_s(H100, 15e-3, 4, 60_000.0, cap=256) == 0.0  # needs every worker
+    assert dispatch_interval_s(BatchCost(0.0, 2e-6), 10e-3, 2, 1e5, cap=256) == 0.0  # no fixed cost
+    assert dispatch_interval_s(BatchCost(10e-6, 2e-6), 10e-3, 2, 1e5, cap=256) == 0.0  # < 50 us
+    assert dispatch_interval_s(H100, 15e-3, 4, 0.0, cap=256) == 0.0  # no target rate
+    assert dispatch_interval_s(H100, 0.0, 4, 8600.0, cap=256) == 0.0  # no bound
+
+
+def test_derive_fits_the_fastest_warmup_calls_and_records_the_interval() -> None:
+    # A preempted batch-1 call (9 ms) must not inflate the fixed cost.
+    timings = {1: [4.58e-3, 9.0e-3, 4.6e-3], 256: [25.0e-3, 25.5e-3, 31.0e-3]}
+    policy = derive(timings, 256, 15e-3, 4, 8600.0)
+    assert policy.record["batch1_latency_us"] == pytest.approx(4580.0)
+    assert policy.record["batch_latency_us"] == pytest.approx(25000.0)
+    assert policy.interval_s > 0
+    assert policy.record["dispatch_interval_us"] == pytest.approx(policy.interval_s * 1e6, abs=0.1)
+    assert 1 <= policy.batch_cap <= 256
+
+
+def test_the_pacer_spaces_reservations_and_is_immediate_after_idle() -> None:
+    pacer = Pacer(0.002)
+    first = pacer.reserve(10.0)
+    assert first == 10.0
+    assert pacer.reserve(10.0) == pytest.approx(10.002)
+    assert pacer.reserve(10.0005) == pytest.approx(10.004)
+    assert pacer.reserve(20.0) == 20.0  # idle since: no wait
+
+
+def test_fill_holds_a_batch_until_its_dispatch_time_and_collects_meanwhile() -> None:
+    source: queue.SimpleQueue[Query | None] = queue.SimpleQueue()
+    pacer = Pacer(0.02)
+    pacer.reserve(time.perf_counter())  # another worker's batch just left
+    source.put(([2], [2]))
+    queries: list[Query] = [([1], [1])]
+    start = time.perf_counter()
+    count, stopping = fill(source, queries, collections.deque(), 0.0, 8,
+                           collections.deque(maxlen=4), pacer)
+    assert time.perf_counter() - start >= 0.015  # waited for its slot despite wait 0
+    assert (count, stopping) == (2, False)
+    # Without a pacer, a zero wait sends what is there at once.
+    source.put(([4], [4]))
+    queries = [([3], [3])]
+    assert fill(source, queries, collections.deque(), 0.0, 8, collections.deque())[0] == 2
+
+
+def test_a_full_batch_does_not_wait_for_its_slot() -> None:
+    source: queue.SimpleQueue[Query | None] = queue.SimpleQueue()
+    pacer = Pacer(10.0)
+    pacer.reserve(time.perf_counter())
+    start = time.perf_counter()
+    count, _ = fill(source, [([1, 2, 3, 4], [1, 2, 3, 4])], collections.deque(), 0.0, 4,
+                    collections.deque(), pacer)
+    assert count == 4 and time.perf_counter() - start < 5.0
+
+
+def test_gather_copies_the_right_samples_and_refuses_unloaded_ones() -> None:
+    data = np.arange(6 * 3, dtype=np.uint8).reshape(6, 3)
+
+    class Rows(InMemoryDataset):
+        name = "rows"
+
+        def _read(self, indices: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+            return data[indices]
+
+    dataset = Rows(np.zeros(6, dtype=np.int64), (3,), np.dtype(np.uint8))
+    dataset.load([4, 1, 5])
+    out = np.zeros((4, 3), dtype=np.uint8)
+    batch = dataset.gather(np.asarray([5, 1], dtype=np.int64), out)
+    assert np.array_equal(batch, data[[5, 1]])
+    with pytest.raises(DatasetError, match="not loaded"):
+        dataset.gather(np.asarray([1, 2], dtype=np.int64), out)
+
+
+def test_a_paced_server_run_records_its_interval(runs_dir: Path) -> None:
+    proc = run_cli("run", "--scenario", "server", "--backend", "simulated", "--quick",
+                   "--set", 'backend.simulated.profile="digits-h100"',
+                   "--set", "loadgen.target_qps=3000", "--set", "loadgen.min_duration_ms=1000",
+                   "--set", "sut.max_batch_size=64", "--runs-dir", str(runs_dir))
+    assert proc.returncode in (0, 2), proc.stderr  # INVALID on a stalled box is no error
+    [status_path] = only_run_dir(runs_dir).glob("*/status.json")
+    derived = json.loads(status_path.read_text(encoding="utf-8"))["derived"]
+    # digits-h100: 0.19 ms a call, nearly all fixed: paced, within the cap's share.
+    assert 0 < derived["dispatch_interval_us"] <= 0.8 * derived["batch_cap"] / 3000 * 1e6
