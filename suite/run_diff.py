@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .config import flatten
 from .errors import SuiteError
@@ -180,9 +180,13 @@ class _Run:
             self.result = RunResult.load(path)
         except FileNotFoundError:
             raise RunDirError(_missing(label, path)) from None
-        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-            first = str(exc).splitlines()[0]
-            raise RunDirError(f"run {label}: cannot read {path}: {first}") from None
+        except ValidationError as exc:  # name the field, not pydantic's "1 validation error"
+            error = exc.errors()[0]
+            where = ".".join(str(part) for part in error["loc"])
+            raise RunDirError(f"run {label}: cannot read {path}: {where}: "
+                              f"{error['msg']}") from None
+        except (OSError, ValueError) as exc:
+            raise RunDirError(f"run {label}: cannot read {path}: {exc}") from None
         self.system = _read_json(run_dir, "system.json", label)
 
     def settings(self) -> tuple[dict[str, Any], dict[str, str]]:

@@ -247,3 +247,14 @@ def test_a_test_only_one_run_has_is_absent_on_the_other_side(runs: dict[str, Pat
     assert (accuracy.mode, accuracy.status_a) == ("accuracy", None)
     assert performance.backend == [] and accuracy.backend == []
     assert all(f.b is None for f in performance.figures)
+
+
+def test_a_malformed_result_json_names_the_file_and_the_field(runs: dict[str, Path],
+                                                              tmp_path: Path) -> None:
+    broken = _copy(runs["B"], tmp_path)
+    _edit(broken / "result.json", lambda r: r.update(status="GREAT"))
+    proc = run_cli("diff", str(runs["A"]), str(broken))
+    assert proc.returncode == 1
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and str(broken / "result.json") in lines[0], proc.stderr
+    assert "status" in lines[0]
