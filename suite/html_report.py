@@ -149,10 +149,14 @@ def _config_rows(config: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _test_view(result: RunResult, test: TestResult) -> TestView:
+def _test_view(run_dir: Path, test: TestResult) -> TestView:
     from . import report_plots
 
-    test_dir = Path(test.directory)
+    # The test's own folder inside the run directory given, wherever the run was moved
+    # or unpacked since; the recorded absolute path only when that folder is gone.
+    test_dir = run_dir / Path(test.directory).name
+    if not test_dir.is_dir():
+        test_dir = Path(test.directory)
     view = TestView(test.mode, test.status.value, test.directory, message=test.message,
                     failures=test.failures)
     summary = test_dir / SUMMARY_LOG
@@ -243,7 +247,7 @@ def run_view(run_dir: Path) -> RunView:
     config = _json(run_dir / "config.json")
     view = RunView(
         result=result,
-        tests=[_test_view(result, test) for test in result.tests],
+        tests=[_test_view(run_dir, test) for test in result.tests],
         config=_config_rows(config) if config else [],
         overridden=list(config.get("overridden_rules", {}).values()),
         system=_flatten(_json(run_dir / "system.json")),
