@@ -165,8 +165,10 @@ def _heartbeat(out: TextIO, state: _State, every: float, done: threading.Event) 
         live: dict[str, Any] = {}
         if state.running and state.live is not None and sut is not None:
             # Issued before completed: a backlog read the other way round could count
-            # samples completed after the issue count was taken.
-            issued = getattr(sut, "issue_calls", 0)
+            # samples completed after the issue count was taken. ``issue_calls`` counts
+            # queries: with LoadGen's coalescing (an overloaded Server) it undercounts the
+            # samples, so a SUT's ``issued_samples`` counter is preferred where it has one.
+            issued: int = getattr(sut, "issued_samples", sut.issue_calls)
             live = {"live": state.live.observe(sut.completer.completed, issued,
                                                tail.new(_worker_stats(sut))).to_json()}
         try:

@@ -107,12 +107,14 @@ class LiveSink(Protocol):
 
 @dataclass
 class RunWarning:
-    """A warning as ``status.json`` records it: its kind, first words and when."""
+    """A warning as ``status.json`` records it: its kind, the message with the figures
+    when it was first raised and at its latest beat, and when (seconds into the run)."""
 
     kind: str
     message: str
     at_s: float
-    #: The condition's figures at its latest beat (the first ones stay in ``message``).
+    #: A few words for the progress line (the latest figures).
+    headline: str
     latest: str = ""
 
     def record(self) -> dict[str, Any]:
@@ -178,7 +180,7 @@ class LiveEstimator:
             rate=round(rate, 1), backlog=backlog,
             target_qps=self.target_qps if self.server else None, p99_ms=p99_ms,
             bound_ms=self.bound_ms if self.server else None,
-            warnings=tuple(w.latest or w.message for w in self._warnings.values()))
+            warnings=tuple(w.headline for w in self._warnings.values()))
 
     def _rate(self, count: Callable[[_Beat], int]) -> float:
         """Per second over the window (zero until two beats)."""
@@ -207,24 +209,27 @@ class LiveEstimator:
         target = f" (target {self.target_qps:,.0f} QPS)" if self.target_qps else ""
         self._raise(
             "backlog", now,
-            f"Server backlog growing: {recent[-1].backlog:,} samples waiting, +{grew:,} over "
-            f"{GROWTH_BEATS} heartbeats; queries arrive at {arriving:,.0f}/s{target}, the SUT "
-            f"completes {rate:,.0f}/s")
+            f"Server backlog growing: {recent[-1].backlog:,} samples issued and not completed, "
+            f"+{grew:,} over the last {GROWTH_BEATS} heartbeats; LoadGen issues "
+            f"{arriving:,.0f}/s{target}, the SUT completes {rate:,.0f}/s",
+            f"backlog growing ({arriving:,.0f}/s in, {rate:,.0f}/s out)")
 
     def _check_p99(self, now: float, p99_ms: float | None) -> None:
         if p99_ms is None or not self.bound_ms or p99_ms <= self.bound_ms:
             return
         self._raise("p99", now,
                     f"SUT-side p99 estimate {p99_ms:,.1f} ms is above the {self.bound_ms:g} ms "
-                    "latency bound (LoadGen's own figure decides)")
+                    "latency bound (LoadGen's own figure decides)",
+                    f"p99 estimate above the {self.bound_ms:g} ms bound")
 
-    def _raise(self, kind: str, now: float, message: str) -> None:
+    def _raise(self, kind: str, now: float, message: str, headline: str) -> None:
         assert self._start is not None
         known = self._warnings.get(kind)
         if known is None:
-            self._warnings[kind] = RunWarning(kind, message, round(now - self._start, 3))
+            self._warnings[kind] = RunWarning(kind, message, round(now - self._start, 3),
+                                              headline)
         else:
-            known.latest = message
+            known.latest, known.headline = message, headline
 
 
 def describe(status: LiveStatus) -> str:
@@ -235,8 +240,8 @@ def describe(status: LiveStatus) -> str:
         target = f" of {status.target_qps:,.0f}" if status.target_qps else ""
         text = f"{status.rate:,.0f}{target} QPS"
         if status.p99_ms is not None:
-            bound = f" / bound {status.bound_ms:g} ms" if status.bound_ms else ""
-            text += f", p99 ~{status.p99_ms:,.1f} ms (SUT-side est.){bound}"
+            bound = f" (bound {status.bound_ms:g})" if status.bound_ms else ""
+            text += f", SUT-side p99 est. {status.p99_ms:,.1f} ms{bound}"
         if status.backlog:
             text += f", {status.backlog:,} waiting"
     if status.warnings:

@@ -1,0 +1,266 @@
+"""Live progress and early INVALID warnings (``suite.progress``).
+
+Unit tests drive the estimator with a fake clock and made-up counters; the per-batch
+rings are read through ``BatchTail``; the runner's relay hands the child's ``live``
+figures to a progress callback. Then two Server runs through the real CLI and LoadGen
+with the simulated backend: one far past the ``slow-cpu`` profile's capacity (about
+1,000 samples/s, however fast this machine is) records its warnings in status.json and
+shows them on the progress line; a comfortable one (the ``digits-h100`` profile at
+200 QPS) records none. No assertion depends
+on this machine's speed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from rich.progress import Progress
+
+from suite import runner
+from suite.batch_stats import RECENT, BatchStats, BatchTail
+from suite.cli import _Progress
+from suite.progress import (
+    GROWTH_BEATS,
+    MIN_P99_SAMPLES,
+    LatencyHistogram,
+    LiveEstimator,
+    LiveSink,
+    LiveStatus,
+    describe,
+)
+
+from .conftest import only_run_dir, run_cli
+
+BEAT_S = 0.25
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def drive(estimator: LiveEstimator, clock: FakeClock, beats: int, issue_per_s: float,
+          complete_per_s: float, service_s: float, batch: int = 1,
+          start: tuple[int, int] = (0, 0)) -> tuple[LiveStatus, tuple[int, int]]:
+    """``beats`` heartbeats of a SUT that is issued and completes at the given rates,
+    each completed batch of ``batch`` samples taking ``service_s``."""
+    issued, completed = start
+    status = estimator.observe(completed, issued, [])
+    for _ in range(beats):
+        clock.now += BEAT_S
+        issued += round(issue_per_s * BEAT_S)
+        done = round(complete_per_s * BEAT_S)
+        completed += done
+        status = estimator.observe(completed, issued, [(service_s, batch)] * (done // batch))
+    return status, (issued, completed)
+
+
+def server(clock: FakeClock, bound_ms: float = 10.0) -> LiveEstimator:
+    return LiveEstimator("server", bound_ms=bound_ms, target_qps=5000.0, clock=clock)
+
+
+# -- the estimator ----------------------------------------------------------------------
+
+
+def test_the_histogram_quantile_errs_high_by_at_most_a_bucket() -> None:
+    histogram = LatencyHistogram()
+    assert histogram.quantile(0.99) is None
+    histogram.add(0.001, 990)
+    histogram.add(0.100, 10)
+    p50, p99, p999 = (histogram.quantile(q) for q in (0.5, 0.99, 0.999))
+    assert p50 is not None and 0.001 <= p50 <= 0.001 * 1.1
+    assert p99 is not None and 0.001 <= p99 <= 0.001 * 1.1  # 990 of 1,000 at 1 ms
+    assert p999 is not None and 0.100 <= p999 <= 0.100 * 1.1
+    histogram.add(0.0, 1)  # below a microsecond: the first bucket, no math error
+    assert histogram.total == 1001
+
+
+def test_a_server_past_capacity_warns_of_its_backlog_and_its_p99() -> None:
+    clock = FakeClock()
+    estimator = server(clock)
+    status, _ = drive(estimator, clock, GROWTH_BEATS + 2, 5000, 1000, 0.016, batch=16)
+    kinds = [w["kind"] for w in estimator.warnings()]
+    assert set(kinds) == {"backlog", "p99"}
+    backlog = next(w for w in estimator.warnings() if w["kind"] == "backlog")
+    assert "5,000/s" in backlog["message"] and "1,000/s" in backlog["message"]
+    assert backlog["at_s"] == pytest.approx(GROWTH_BEATS * BEAT_S)
+    assert status.rate == pytest.approx(1000) and status.backlog == 6000
+    assert status.p99_ms is not None and status.p99_ms > 1000  # seconds behind the backlog
+    assert any("backlog growing" in w for w in status.warnings)
+    assert "WARNING:" in describe(status)
+
+
+def test_a_comfortable_server_raises_nothing_and_reports_its_figures() -> None:
+    clock = FakeClock()
+    estimator = server(clock)
+    status, _ = drive(estimator, clock, 40, 1000, 1000, 0.001)
+    assert estimator.warnings() == [] and status.warnings == ()
+    assert status.p99_ms is not None and 1.0 <= status.p99_ms <= 1.1
+    assert status.rate == pytest.approx(1000) and status.backlog == 0
+    line = describe(status)
+    assert "1,000 of 5,000 QPS" in line and "p99 est. 1.0 ms (bound 10)" in line
+    assert "WARNING" not in line
+
+
+def test_a_small_or_passing_backlog_is_not_a_trend() -> None:
+    clock = FakeClock()
+    estimator = server(clock, bound_ms=1000.0)
+    # growing on every beat, but by 5 samples a beat: queueing jitter, not a trend
+    drive(estimator, clock, 3 * GROWTH_BEATS, 1020, 1000, 0.001)
+    # a burst that grows on fewer beats than GROWTH_BEATS, then drains
+    _, counts = drive(estimator, clock, GROWTH_BEATS - 1, 3000, 1000, 0.001)
+    drive(estimator, clock, 8, 1000, 3000, 0.001, start=counts)
+    assert estimator.warnings() == []
+
+
+def test_a_warning_stays_recorded_after_the_backlog_drains() -> None:
+    clock = FakeClock()
+    estimator = server(clock, bound_ms=1e6)  # only the backlog can warn
+    _, counts = drive(estimator, clock, GROWTH_BEATS + 1, 3000, 1000, 0.001)
+    status, _ = drive(estimator, clock, 20, 0, 2000, 0.001, start=counts)
+    assert status.backlog == 0
+    [record] = estimator.warnings()
+    assert record["kind"] == "backlog" and record["latest"]
+    assert status.warnings  # still on the progress line
+
+
+def test_p99_needs_enough_samples_before_it_speaks() -> None:
+    clock = FakeClock()
+    estimator = server(clock)
+    status = estimator.observe(0, 0, [])
+    clock.now += BEAT_S
+    status = estimator.observe(MIN_P99_SAMPLES - 1, MIN_P99_SAMPLES - 1,
+                               [(0.5, MIN_P99_SAMPLES - 1)])
+    assert status.p99_ms is None and estimator.warnings() == []
+    clock.now += BEAT_S
+    status = estimator.observe(MIN_P99_SAMPLES, MIN_P99_SAMPLES, [(0.5, 1)])
+    assert status.p99_ms is not None and [w["kind"] for w in estimator.warnings()] == ["p99"]
+
+
+def test_offline_reports_samples_per_second_and_never_a_server_warning() -> None:
+    clock = FakeClock()
+    estimator = LiveEstimator("offline", clock=clock)
+    # One issued query of all samples: issued - completed means nothing for Offline.
+    status, _ = drive(estimator, clock, 12, 0, 4000, 0.5, batch=50, start=(1, 0))
+    assert status.rate == pytest.approx(4000) and status.p99_ms is None
+    assert status.backlog == 0 and estimator.warnings() == []
+    assert describe(status) == "4,000 samples/s"
+
+
+def test_live_status_survives_the_pipe_and_a_malformed_one_is_ignored() -> None:
+    status = LiveStatus("server", 10, 1.5, 6.7, 3, 100.0, 2.5, 10.0, ("backlog growing",))
+    assert LiveStatus.from_json(json.loads(json.dumps(status.to_json()))) == status
+    assert LiveStatus.from_json({"scenario": "server", "bogus": 1}) is None
+
+
+# -- the per-batch rings ----------------------------------------------------------------
+
+
+def test_the_tail_returns_each_batch_once_and_survives_a_lapped_ring() -> None:
+    a, b = BatchStats(8), BatchStats(8)
+    tail = BatchTail()
+    a.add(4, 0.001, 0.002, 0.001)
+    b.add(8, 0.0, 0.01, 0.0)
+    assert sorted(tail.new([a, b])) == [(pytest.approx(0.004), 4), (0.01, 8)]
+    assert tail.new([a, b]) == []
+    for n in range(1, RECENT * 2 + 1):
+        a.add(1 + n % 8, 0.0, n * 1e-6, 0.0)
+    latest = tail.new([a, b])
+    assert len(latest) == RECENT - BatchTail.SLACK  # the newest ones stand for the lapped
+    assert latest[-1] == (pytest.approx(RECENT * 2 * 1e-6), 1 + (RECENT * 2) % 8)
+    assert sum(a.sizes) == RECENT * 2 + 1  # the totals for status.json are all there
+
+
+# -- the runner's relay and the progress line ---------------------------------------------
+
+
+class Sink:
+    """A progress callback that takes live figures (``LiveSink``), recording the order."""
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+
+    def live(self, status: LiveStatus) -> None:
+        self.calls.append(status)
+
+    def __call__(self, completed: int, expected: int | None, elapsed: float) -> None:
+        self.calls.append(completed)
+
+
+def test_the_relay_hands_live_figures_to_a_sink_before_the_beat() -> None:
+    status = LiveStatus("server", 40, 1.0, 40.0, warnings=("backlog growing",))
+    lines = [json.dumps({"stage": "running", "setup": False, "completed": 40,
+                         "elapsed_s": 1.0, "live": status.to_json()}) + "\n",
+             json.dumps({"stage": "running", "setup": False, "completed": 50,
+                         "elapsed_s": 1.2, "live": {"nonsense": True}}) + "\n"]
+    sink = Sink()
+    assert isinstance(sink, LiveSink)
+    watch = runner._Watch(last_beat=0.0)
+    runner._relay(iter(lines), watch, 100, sink, None)
+    assert sink.calls == [status, 40, 50]
+    assert watch.live is None  # the malformed one replaced it: no stale figures
+    plain: list[int] = []  # a plain callback still gets its three arguments
+    runner._relay(iter(lines), runner._Watch(last_beat=0.0), 100,
+                  lambda done, expected, elapsed: plain.append(done), None)
+    assert plain == [40, 50]
+
+
+def test_the_progress_line_shows_the_figures_and_the_warning() -> None:
+    console = Console(file=io.StringIO(), width=300, force_terminal=False)
+    with Progress(console=console) as progress:
+        bar = _Progress(progress, "digits server simulated performance")
+        bar(10, 100, 1.0)
+        [task] = progress.tasks
+        assert task.description.endswith("10 samples/s")  # no live figures yet
+        bar.live(LiveStatus("server", 50, 2.0, 900.0, 120, 5000.0, 250.0, 10.0,
+                            ("p99 estimate above the 10 ms bound",)))
+        bar(50, 100, 2.0)
+        [task] = progress.tasks
+    assert "900 of 5,000 QPS" in task.description
+    assert "SUT-side p99 est. 250.0 ms (bound 10)" in task.description
+    assert "WARNING:[/] p99 estimate above the 10 ms bound" in task.description
+
+
+# -- real runs ----------------------------------------------------------------------------
+
+
+def server_run(runs_dir: Path, profile: str, qps: int, *extra: str
+               ) -> tuple[dict[str, Any], str]:
+    proc = run_cli("run", "--scenario", "server", "--backend", "simulated", "--quick",
+                   "--set", f'backend.simulated.profile="{profile}"',
+                   "--set", f"loadgen.target_qps={qps}",
+                   "--set", "loadgen.min_duration_ms=2000", *extra,
+                   "--runs-dir", str(runs_dir), COLUMNS="300")  # the whole progress line
+    assert proc.returncode in (0, 2), proc.stderr  # VALID or INVALID: LoadGen's verdict
+    [status_file] = only_run_dir(runs_dir).glob("*/status.json")
+    return json.loads(status_file.read_text(encoding="utf-8")), proc.stderr
+
+
+def test_a_server_run_past_capacity_warns_and_records_why(runs_dir: Path) -> None:
+    # 5,000 QPS against a device that completes at most 1,000 samples/s. Coalescing off:
+    # issue_queries is then called once per sample, so the backlog is counted exactly.
+    status, stderr = server_run(runs_dir, "slow-cpu", 5000,
+                                "--set", "loadgen.coalesce_queries=false")
+    kinds = {w["kind"] for w in status["warnings"]}
+    assert {"backlog", "p99"} <= kinds, status["warnings"]
+    for warning in status["warnings"]:
+        assert warning["message"] and warning["latest"] and warning["at_s"] >= 0
+    assert "WARNING" in stderr
+
+
+def test_a_comfortable_server_run_records_no_warning(runs_dir: Path) -> None:
+    # A fraction of a percent of the fast profile's capacity, and a bound ten times the
+    # round's: a busy machine's scheduling hiccups stay far below it. The p99 estimate
+    # is made (400 samples), so "no warning" is a verdict on it, not its absence.
+    status, stderr = server_run(runs_dir, "digits-h100", 200,
+                                "--set", "loadgen.latency_bound_ms=100")
+    assert status["warnings"] == []
+    assert "SUT-side p99 est." in stderr and "WARNING" not in stderr
