@@ -154,6 +154,9 @@ class TestResult(_Frozen):
     message: str = ""
     performance: PerformanceSummary | None = None
     accuracy: AccuracyResult | None = None
+    #: ``BackendInfo`` as loaded (status.json ``backend``), plus ``run`` where the backend
+    #: counts its run: the remote backend's requests, samples and errors per endpoint and
+    #: the client processes that sent them. Absent for other backends and older records.
     backend: dict[str, Any] = {}
 
 
