@@ -22,9 +22,12 @@ Example::
     result = run(ConfigRequest(scenario="offline", mode="all", quick=True))
     result.status, result.exit_code
 
-Every other command is a library call here too, returning a typed result that the CLI
-only renders: ``check``, ``lint``, ``tune``, ``package``, ``sign``, ``verify``,
-``audit``, ``system`` and ``keygen``.
+Every other command is a library call here too (``api_commands``), returning a typed
+result that the CLI only renders: ``check``, ``lint``, ``tune``, ``package``, ``sign``,
+``verify``, ``audit``, ``system``, ``keygen`` and ``serve``.
+
+``import suite.api`` loads no numpy, framework, LoadGen or rich: a run imports what it
+uses when it uses it (issue 18: a run's fixed cost, and ``suite check`` on a laptop).
 """
 
 from __future__ import annotations
@@ -33,43 +36,49 @@ import contextlib
 import errno
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
-
-from . import backends, datasets
-from .accuracy import score_top1
-from .compliance import ComplianceTest, get_test
-from .compliance import run as compliance_run
-from .config import ConfigRequest, RunConfig, load_config
+from .api_commands import (
+    SystemDescription,
+    TuneOptions,
+    audit,
+    check,
+    first_exited,
+    keygen,
+    package,
+    serve,
+    serve_card,
+    sign,
+    system,
+    tune,
+    verify,
+    write_serving_files,
+)
+from .config import ConfigRequest, RunConfig
 from .errors import ConfigError, RunFailed, SuiteError
-from .llm.card import is_llm_benchmark
-from .logs import DETAIL_LOG, parse_detail_log
 from .models import ModelCard, ModelIdentity, check_model, load_card
 from .paths import Paths, find_paths
-from .postprocess import make_postprocess
-from .preflight import LintReport
-from .preflight import lint as lint_request
+from .preflight import LintReport, lint_and_resolve
 from .results import RunResult, Status, TestResult
 from .rules import RuleSet
 from .runner import ProgressCallback, StageCallback, create_run_dir, run_in_child
-from .scenarios import Mode, Scenario
-from .submission import PackageResult, SignResult, package, sign
-from .system import collect
+from .scenarios import Mode
 
+# Only what every run needs is imported above: numpy, the datasets, the backends, the
+# compliance tests, the accuracy scorer and packaging are imported where they are used,
+# so ``import suite.api`` (and a command that needs none of them) stays light.
 if TYPE_CHECKING:
-    from .audit.report import AuditReport
-    from .bundle.verify import Verification
-    from .checker.findings import CheckReport
-    from .tune import TuneReport
+    import numpy as np
+    import numpy.typing as npt
 
-__all__ = ["EXIT_CODES", "PackageResult", "SignResult", "SystemDescription", "TuneOptions",
-           "audit", "check", "keygen", "lint", "package", "prepare", "run", "sign",
-           "system", "tune", "verify"]
+    from .compliance import ComplianceTest
+    from .datasets import InMemoryDataset
+
+__all__ = ["EXIT_CODES", "SystemDescription", "TuneOptions", "audit", "check", "first_exited",
+           "keygen", "lint", "package", "prepare", "run", "serve", "serve_card", "sign",
+           "system", "tune", "verify", "write_serving_files"]
 
 EXIT_CODES = {Status.VALID: 0, Status.INVALID: 2, Status.FAILED: 1, Status.INTERRUPTED: 130}
 _SEVERITY = [Status.VALID, Status.INVALID, Status.FAILED, Status.INTERRUPTED]
@@ -82,15 +91,18 @@ def prepare(request: ConfigRequest, paths: Paths | None = None, *,
 
     The pre-flight linter runs first; ``on_lint`` receives its report (to print it).
     """
+    from . import backends
+
     paths = paths or find_paths()
-    lint_report = lint_request(request, paths)
+    # The linter resolves the config; the run uses that resolution (one, not two).
+    lint_report, resolved = lint_and_resolve(request, paths)
     if on_lint is not None:
         on_lint(lint_report)
-    if lint_report.errors:
+    if lint_report.errors or resolved is None:
         first = lint_report.errors[0]
         where = f"{first.source}: " if first.source else ""
         raise ConfigError(f"pre-flight: {where}{first.message}", hint=first.hint)
-    config, rules = load_config(request, paths)
+    config, rules = resolved
     card = load_card(paths, config.benchmark).with_model_path(config.data.model_path)
     model = check_model(card)
     # Missing packages, GPU or driver fail here, before a run directory or LoadGen.
@@ -107,6 +119,9 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     ``on_progress(test_name)`` may return a callback for that test's progress, and
     ``on_stage(test_name)`` one for its child's setup stages ("loading model", ...).
     """
+    from . import datasets
+    from .llm.card import is_llm_benchmark
+
     paths = paths or find_paths()
     if is_llm_benchmark(paths, request.benchmark):  # text-generation cards: suite.llm
         from .llm.run import run as run_llm
@@ -117,6 +132,9 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     reference: RunResult | None = None
     attempts: list[str] = []
     if config.compliance:
+        from .compliance import get_test
+        from .compliance import run as compliance_run
+
         check = get_test(config.compliance, paths)
         compliance_run.guard(config, paths.home)
         reference = compliance_run.find_reference(config, check, request.reference)
@@ -170,11 +188,13 @@ def _mark(status_file: Path, text: str) -> None:
 
 
 def _run_in(run_dir: Path, config: RunConfig, rules: RuleSet, card: ModelCard,
-            model: ModelIdentity, paths: Paths, dataset: datasets.InMemoryDataset,
+            model: ModelIdentity, paths: Paths, dataset: InMemoryDataset,
             check: ComplianceTest | None, reference: RunResult | None, attempts: list[str],
             reasons: list[str],
             on_progress: Callable[[str], ProgressCallback | None] | None,
             on_stage: Callable[[str], StageCallback | None] | None) -> RunResult:
+    from .system import collect
+
     status_file = run_dir / "STATUS"
     bench = rules.benchmark(config.benchmark)
     status_file.write_text(f"RUNNING since {_now()}: no result yet; if this stays, the run "
@@ -190,6 +210,8 @@ def _run_in(run_dir: Path, config: RunConfig, rules: RuleSet, card: ModelCard,
         stage = on_stage(mode.value) if on_stage else None
         test_dir = run_dir / mode.value
         if check is not None:
+            from .compliance import run as compliance_run
+
             # The context removes audit.config however the test ends (TERM and HUP
             # arrive here as KeyboardInterrupt, see ``signals``).
             with compliance_run.audit_config(check, bench.loadgen_model, test_dir) as audit:
@@ -238,6 +260,9 @@ def _run_in(run_dir: Path, config: RunConfig, rules: RuleSet, card: ModelCard,
 def _with_verdict(check: ComplianceTest, reference: RunResult, result: RunResult,
                   run_dir: Path, card: ModelCard, labels: npt.NDArray[np.int64],
                   attempts: list[str]) -> RunResult:
+    from .compliance import run as compliance_run
+    from .postprocess import make_postprocess
+
     _, response_dtype = make_postprocess(card)
     try:
         outcome = compliance_run.verdict(check, reference, result, run_dir, response_dtype,
@@ -257,6 +282,10 @@ def _with_verdict(check: ComplianceTest, reference: RunResult, result: RunResult
 
 def _score(test: TestResult, card: ModelCard, labels: npt.NDArray[np.int64],
            target: float) -> TestResult:
+    from .accuracy import score_top1
+    from .logs import DETAIL_LOG, parse_detail_log
+    from .postprocess import make_postprocess
+
     test_dir = Path(test.directory)
     try:
         errors = parse_detail_log(test_dir / DETAIL_LOG).errors
@@ -272,136 +301,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-
-# -- the other commands, as library calls ----------------------------------------------
-# Each returns a typed result; the CLI renders it and maps it to the exit code. Their
-# imports are local: ``import suite.api`` for ``check`` must not load LoadGen's harness.
-
-
 def lint(request: ConfigRequest, paths: Paths | None = None) -> LintReport:
     """The pre-flight linter's findings on ``request`` (``LintReport.errors``: exit 1)."""
-    return lint_request(request, paths or find_paths())
-
-
-def check(path: Path, round_name: str | None = None, *, compat_official: bool = False,
-          submission_exceptions: bool = False, paths: Paths | None = None) -> CheckReport:
-    """Check a run directory or a submission tree against a round's rules.
-
-    Without ``round_name`` the round is the one a tree's LoadGen seeds name
-    (``RoundError`` when none or two match); ``submission_exceptions`` waives LoadGen's
-    uncommitted-build error only, as the official flag does.
-    """
-    from .checker import NotCheckable, check_path
-    from .checker.models import detect_round
-    from .rules import DEFAULT_ROUND, load_rules
-
-    paths = paths or find_paths()
-    if round_name is None and path.is_dir():
-        round_name = detect_round(path, paths)
-    rules = load_rules(paths, round_name or DEFAULT_ROUND)
-    try:
-        return check_path(path, rules, compat_official=compat_official,
-                          submission_exceptions=submission_exceptions)
-    except NotCheckable as exc:
-        raise ConfigError(str(exc), hint="give a runs/<run> directory or a submission "
-                          "tree root (the directory holding closed/ or open/)") from None
-
-
-def verify(bundle: Path, public_key: Path) -> Verification:
-    """Verify a bundle's signature with a pinned public key, then its files."""
-    from .bundle.keys import load_public
-    from .bundle.verify import verify_bundle
-
-    result = verify_bundle(bundle, load_public(public_key))
-    if result.unreadable is not None:  # not a verdict on the claims: the file is broken
-        raise SuiteError(f"cannot read the bundle {result.unreadable}",
-                         hint="download or copy the bundle again; it is cut off or corrupt")
-    return result
-
-
-def audit(bundle: Path, public_key: Path, *, rerun: str | None = None,
-          tolerance: float = 0.02, runs_dir: Path | None = None,
-          say: Callable[[str], None] = lambda message: None,
-          paths: Paths | None = None) -> AuditReport:
-    """Verify, re-check, recompute and (``rerun``) replay a signed bundle's claims."""
-    import tempfile
-
-    from .audit import audit as run_audit
-
-    paths = paths or find_paths()
-    with tempfile.TemporaryDirectory(prefix="suite-audit-") as work:
-        return run_audit(bundle, public_key, paths, Path(work) / "tree",
-                         (runs_dir or paths.runs / "audit").resolve(), rerun, tolerance, say)
-
-
-@dataclass
-class SystemDescription:
-    """The official system description JSON, and what is still missing from it."""
-
-    data: dict[str, Any]
-    empty: list[str]
-    unknown: list[str]
-
-
-def system(config_file: Path | None = None, *, division: str = "closed",
-           round_name: str | None = None, paths: Paths | None = None) -> SystemDescription:
-    """Probe this machine and merge the user's TOML into the round's system JSON."""
-    from .rules import DEFAULT_ROUND, load_rules
-    from .system_description import describe, probe, read_user_toml
-
-    rules = load_rules(paths or find_paths(), round_name or DEFAULT_ROUND)
-    assert rules.submission is not None  # every round we ship has submission rules
-    data, empty, unknown = describe(rules.submission, read_user_toml(config_file), probe(),
-                                    division=division)
-    return SystemDescription(data, empty, unknown)
-
-
-@dataclass
-class TuneOptions:
-    """What ``suite tune`` searches; the defaults are the command's."""
-
-    benchmark: str = "digits"
-    backend: str = "onnxruntime"
-    scenarios: tuple[Scenario, ...] = tuple(Scenario)
-    system: str | None = None
-    runs_dir: Path | None = None
-    probe_ms: int = 2000
-    confirm_ms: int | None = None
-    batch_sizes: tuple[int, ...] = (1, 4, 16)
-    worker_counts: tuple[int, ...] = ()
-    worker_models: tuple[str, ...] = ()
-    steps: int = 6
-    max_qps: float | None = None
-    fresh: bool = False
-
-    @classmethod
-    def quick(cls, **changes: Any) -> TuneOptions:
-        """Seconds-long probes and confirming runs: a smoke test, not a tuning."""
-        import dataclasses
-
-        quick = cls(probe_ms=1000, confirm_ms=1000, batch_sizes=(1, 4), steps=2)
-        return dataclasses.replace(quick, **changes)
-
-
-def tune(options: TuneOptions, *, say: Callable[[str], None] = lambda message: None,
-         paths: Paths | None = None) -> TuneReport:
-    """Find and record the settings this system sustains (see ``suite.tune``)."""
-    from .tune import tune as run_tune
-
-    paths = paths or find_paths()
-    o = options
-    return run_tune(paths, o.benchmark, o.backend, list(o.scenarios), o.system,
-                    (o.runs_dir or paths.runs).resolve(), o.probe_ms, o.confirm_ms,
-                    list(o.batch_sizes), o.steps, o.fresh, say, list(o.worker_counts),
-                    list(o.worker_models), o.max_qps)
-
-
-def keygen(out_dir: Path | None = None, *, prompt: Callable[[], str] | None = None,
-           paths: Paths | None = None) -> tuple[Path, Path, str]:
-    """An Ed25519 key pair (private key encrypted, never inside the data or submissions);
-    returns (private key file, public key file, key id)."""
-    from .bundle.keys import default_key_dir, generate, passphrase
-
-    paths = paths or find_paths()
-    return generate(out_dir or default_key_dir(), passphrase(prompt),
-                    forbidden=[paths.home, paths.submissions])
+    return lint_and_resolve(request, paths or find_paths())[0]

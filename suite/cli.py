@@ -149,7 +149,7 @@ def _run_requests(requests: list[ConfigRequest]) -> int:
 
 
 def _print_lint(report: Any) -> None:
-    from .commands.lint import print_lint  # pre-flight findings, before LoadGen starts
+    from .render import print_lint  # pre-flight findings, before LoadGen starts
 
     print_lint(report, err, table=False)
 

@@ -236,22 +236,46 @@ def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+class KnownKeys:
+    """Every dotted key a config layer may set, as a lazy set.
+
+    ``key in keys`` imports a backend's module only for a ``backend.<name>.<option>``
+    key that names it: importing all seven to list their options cost a run ~0.2 s
+    (issue 18). ``all()`` lists every key (for suggestions, on the error path only).
+    """
+
+    def __init__(self, backend: str) -> None:
+        self.backends = set(BUILTIN) | {backend}
+        self.core = {f"{prefix}.{name}" for model, prefix in (
+            (LoadGenConfig, "loadgen"), (SutConfig, "sut"), (DataConfig, "data"))
+            for name in model.model_fields}
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        if key in self.core:
+            return True
+        # A custom backend's name has dots of its own ("pkg.mod:Class"): split at the last.
+        name, _, option = key.removeprefix("backend.").rpartition(".")
+        return key.startswith("backend.") and name in self.backends and \
+            option in backend_class(name).Options.model_fields
+
+    def all(self) -> set[str]:
+        return self.core | {f"backend.{name}.{option}" for name in self.backends
+                            for option in backend_class(name).Options.model_fields}
+
+
 def known_keys(backend: str) -> set[str]:
-    """Every dotted key a config layer may set."""
-    keys = {f"loadgen.{name}" for name in LoadGenConfig.model_fields}
-    keys |= {f"sut.{name}" for name in SutConfig.model_fields}
-    keys |= {f"data.{name}" for name in DataConfig.model_fields}
-    names = set(BUILTIN) | {backend}
-    for name in names:
-        keys |= {f"backend.{name}.{opt}" for opt in backend_class(name).Options.model_fields}
-    return keys
+    """Every dotted key a config layer may set (imports every backend's module; a check
+    of given keys uses ``KnownKeys``)."""
+    return KnownKeys(backend).all()
 
 
-def _check_keys(layer: Layer, keys: set[str]) -> None:
+def _check_keys(layer: Layer, keys: KnownKeys) -> None:
     source, values = layer
     for key in values:
         if key not in keys:
-            close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.6)
+            close = difflib.get_close_matches(key, sorted(keys.all()), n=1, cutoff=0.6)
             raise ConfigError(
                 f"{source}: unknown key '{key}'",
                 hint=f"did you mean '{close[0]}'?" if close else "see the README's config keys",
@@ -412,7 +436,7 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
     rules.benchmark(request.benchmark)  # unknown benchmark fails here, with a suggestion
     backend_class(request.backend)  # unknown backend fails here, with a suggestion
     ctx = _Context(request.benchmark, scenario, tuple(rules.benchmarks))
-    keys = known_keys(request.backend)
+    keys = KnownKeys(request.backend)
 
     rules_source = f"run_rules/{rules.round}.toml"
     layers: list[Layer] = [(rules_source, rules.fixed_settings(request.benchmark, scenario))]

@@ -25,10 +25,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .config import ConfigRequest, RunConfig, _parse_set, flatten, known_keys, load_config
+from .config import ConfigRequest, KnownKeys, RunConfig, _parse_set, flatten, load_config
 from .errors import SuiteError
 from .findings import Finding, Severity
 from .paths import Paths
+from .rules import RuleSet
 from .scenarios import Scenario
 
 #: The longest performance test the pre-flight accepts unforced: 7 days. The round's
@@ -115,28 +116,47 @@ def _user_layers(request: ConfigRequest) -> list[tuple[str, dict[str, Any]]]:
 def lint(request: ConfigRequest, paths: Paths, *, force: bool = False) -> LintReport:
     """The findings on ``request``; ``force`` (or ``request.force``) turns the refusal
     of an implausibly long test (``LINT-DURATION``) into a warning."""
+    return lint_and_resolve(request, paths, force=force)[0]
+
+
+def lint_and_resolve(request: ConfigRequest, paths: Paths, *, force: bool = False
+                     ) -> tuple[LintReport, tuple[RunConfig, RuleSet] | None]:
+    """``lint``'s report, and the config and rules it resolved (None when they do not
+    resolve): a run uses them instead of resolving the same request a second time."""
     report = LintReport()
-    try:
-        keys = known_keys(request.backend)
-    except SuiteError:
-        keys = known_keys("null")
+    keys = KnownKeys(request.backend)
     for source, values in _user_layers(request):
         for key in values:
-            if key not in keys:
-                close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.6)
+            if not _known(key, keys):
+                close = difflib.get_close_matches(key, sorted(_all_keys(keys)), n=1,
+                                                  cutoff=0.6)
                 report.findings.append(_finding(
                     "LINT-UNKNOWN-KEY", "error", key, source, f"unknown key '{key}'",
                     f"did you mean '{close[0]}'?" if close else "see the README's config keys"))
     if report.errors:
-        return report
+        return report, None
     try:
-        config, _ = load_config(request, paths)
+        config, rules = load_config(request, paths)
     except SuiteError as exc:
         report.findings.append(_finding("LINT-CONFIG", "error", "", "config", exc.message,
                                            exc.hint))
-        return report
+        return report, None
     _inspect(config, report, force or request.force)
-    return report
+    return report, (config, rules)
+
+
+def _known(key: str, keys: KnownKeys) -> bool:
+    try:
+        return key in keys
+    except SuiteError:  # an unknown or broken --backend: load_config reports it
+        return key in KnownKeys("null")
+
+
+def _all_keys(keys: KnownKeys) -> set[str]:
+    try:
+        return keys.all()
+    except SuiteError:
+        return KnownKeys("null").all()
 
 
 def _user_set(config: RunConfig, key: str) -> bool:

@@ -4,33 +4,8 @@ Exit 0 when the config resolves (warnings included), 1 on errors."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
-
-
-def print_lint(report: Any, console: Any, *, table: bool) -> None:
-    """Findings, then (``table``) the effective settings, then the prediction."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    for f in report.findings:
-        style = "red" if f.severity == "error" else "yellow"
-        where = f" ({escape(f.source)})" if f.source else ""
-        console.print(f"[{style}]{f.severity}[/] [bold]{f.rule}[/] {escape(f.message)}{where}",
-                      soft_wrap=True)
-        if f.hint:
-            console.print(f"    hint: {escape(f.hint)}", soft_wrap=True)
-    if table and report.effective:
-        grid = Table(title="effective settings")
-        for column in ("key", "value", "source"):
-            grid.add_column(column)
-        for key, (value, source) in report.effective.items():
-            grid.add_row(escape(key), escape(str(value)), escape(source))
-        console.print(grid)
-    if report.predicted_queries is not None and report.predicted_seconds is not None:
-        console.print(f"pre-flight: predicted {report.predicted_queries:,} queries, "
-                      f"about {report.predicted_seconds:,.1f} s per performance test")
 
 
 @click.command("lint")
@@ -53,6 +28,7 @@ def lint_command(benchmark: str, scenario: str, backend: str, mode: str,
 
     from ..api import lint
     from ..config import ConfigRequest
+    from ..render import print_lint
     from ..rules import DEFAULT_ROUND
 
     request = ConfigRequest(benchmark=benchmark, scenario=scenario, backend=backend, mode=mode,

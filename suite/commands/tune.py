@@ -1,8 +1,8 @@
-"""``suite tune``: find and record the settings this system sustains (see ``suite.tune``)."""
+"""``suite tune``: find and record the settings this system sustains (see ``suite.tune``).
+Parse, call ``suite.api``, render."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import click
@@ -38,52 +38,22 @@ def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], syste
                  worker_counts: str, worker_models: str, steps: int, max_qps: float | None,
                  fresh: bool, quick: bool) -> int:
     """Find Offline expected QPS, stream latency hints and the highest VALID Server rate."""
-    from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     from ..api import TuneOptions, tune
-    from ..scenarios import Scenario
+    from ..render import print_tune, stderr
 
-    err = Console(stderr=True, soft_wrap=True)
-    models = tuple(m.strip() for m in worker_models.split(",") if m.strip())
-    if unknown := sorted(set(models) - {"threads", "processes"}):
-        raise click.BadParameter(f"--worker-models: unknown {', '.join(unknown)} "
-                                 "(threads, processes)")
-    options = TuneOptions(
-        benchmark=benchmark, backend=backend, system=system, runs_dir=runs_dir,
-        scenarios=tuple(Scenario(s) for s in scenarios) or tuple(Scenario), probe_ms=probe_ms,
-        confirm_ms=confirm_ms, batch_sizes=tuple(_int_list("--batch-sizes", batch_sizes)),
-        worker_counts=tuple(_int_list("--workers", worker_counts)), worker_models=models,
-        steps=steps, max_qps=max_qps, fresh=fresh)
-    if quick:  # the quick search's sizes, except where an option was given explicitly
-        given = click.get_current_context().get_parameter_source
-        small = TuneOptions.quick()
-        options = dataclasses.replace(options, **{
-            name: getattr(small, name) for name in ("probe_ms", "confirm_ms", "batch_sizes",
-                                                    "steps")
-            if given(name) is not click.core.ParameterSource.COMMANDLINE})
-    report = tune(options, say=lambda m: err.print(escape(m)))
-    table = Table(title=f"tuned {benchmark} on {backend} for system '{report.system}'")
-    for column in ("scenario", "key", "value", "why"):
-        table.add_column(column)
-    for scenario, choices in report.choices.items():
-        for choice in choices:
-            table.add_row(scenario, choice.key, str(choice.value), escape(choice.why))
-    Console().print(table)
-    err.print(f"probes run: {report.probes_run}, reused from cache: {report.probes_cached}")
-    err.print(f"written: {report.settings_file} (suite run picks it up on this system)")
+    source = click.get_current_context().get_parameter_source
+    options = TuneOptions.from_text(
+        scenarios=scenarios, batch_sizes=batch_sizes, worker_counts=worker_counts,
+        worker_models=worker_models, quick=quick, benchmark=benchmark, backend=backend,
+        system=system, runs_dir=runs_dir, probe_ms=probe_ms, confirm_ms=confirm_ms,
+        steps=steps, max_qps=max_qps, fresh=fresh,
+        given=frozenset(name for name in ("probe_ms", "confirm_ms", "batch_sizes", "steps")
+                        if source(name) is click.core.ParameterSource.COMMANDLINE))
+    err = stderr()
+    print_tune(tune(options, say=lambda m: err.print(escape(m))), benchmark, backend)
     return 0
 
 
 COMMANDS = [tune_command]
-
-
-def _int_list(option: str, text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{option} {text!r}: integers, comma-separated") from None
-    if any(v < 1 for v in values):
-        raise click.BadParameter(f"{option} {text!r}: each value must be at least 1")
-    return values

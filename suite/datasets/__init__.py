@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
-
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from ..config import DataConfig
 from ..errors import DatasetError
 from ..models import ModelCard
 from .base import InMemoryDataset
-from .cache import CacheProgress
+
+if TYPE_CHECKING:  # the cache module loads multiprocessing: only ImageNet needs it
+    import numpy.typing as npt
+
+    from .cache import CacheProgress
 
 __all__ = ["InMemoryDataset", "calibration_set", "create"]
 

@@ -7,11 +7,21 @@ once in the parent and once in the child. The split and preprocessing are
 defined in ``reference_models/digits/model.toml`` ``[dataset]``: sample ``i`` of
 ``load_digits()`` is in the validation split iff ``i % modulus == remainder``, and
 pixels are scaled by ``1 / pixel_scale`` into float32 ``(N, 1, 8, 8)``.
+
+Parsing the CSV took 20-60 ms, paid by the parent (for the sample count and labels)
+and again by the child of every test. The split is staged once: the first process that
+builds it saves it as ``<cache_dir>/sklearn-digits/validation-<key>.npz``, and later ones
+load that (under a millisecond). The key hashes the CSV's path, size and mtime and the
+card's split and shape, so a changed scikit-learn or card builds a fresh file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib.util
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -56,18 +66,58 @@ def _split(card: ModelCard, validation: bool
     return np.ascontiguousarray(images), target[chosen].astype(np.int64)
 
 
-def load_bundled_digits() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-    """(pixels (1797, 64), targets) from scikit-learn's bundled ``digits.csv.gz``, as
-    ``load_digits`` reads it (64 pixel columns, then the target), without importing
-    scikit-learn."""
+def _bundled_csv() -> Path:
     spec = importlib.util.find_spec("sklearn")
     locations = list(spec.submodule_search_locations or []) if spec else []
     path = Path(locations[0]) / "datasets" / "data" / "digits.csv.gz" if locations else None
     if path is None or not path.is_file():
         raise DatasetError("scikit-learn's bundled digits.csv.gz was not found",
                            hint="install scikit-learn (a core dependency): pip install -e .")
-    data = np.loadtxt(path, delimiter=",")
+    return path
+
+
+def load_bundled_digits() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """(pixels (1797, 64), targets) from scikit-learn's bundled ``digits.csv.gz``, as
+    ``load_digits`` reads it (64 pixel columns, then the target), without importing
+    scikit-learn."""
+    data = np.loadtxt(_bundled_csv(), delimiter=",")
     return data[:, :-1], data[:, -1].astype(np.int64)
+
+
+def staged_path(card: ModelCard, cache_dir: Path) -> Path:
+    """Where the validation split of ``card`` is staged under ``cache_dir``."""
+    csv = _bundled_csv()
+    stat = csv.stat()
+    key = json.dumps([str(csv), stat.st_size, stat.st_mtime_ns, card.dataset.model_dump(),
+                      list(card.input.sample_shape)], sort_keys=True, default=str)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return cache_dir / DigitsDataset.name / f"validation-{digest}.npz"
+
+
+def staged_split(card: ModelCard, cache_dir: Path
+                 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """``validation_split``, from its staged copy when one is there; builds it if not."""
+    path = staged_path(card, cache_dir)
+    try:
+        with np.load(path) as staged:
+            images, labels = staged["images"], staged["labels"]
+        if images.dtype == np.float32 and labels.dtype == np.int64 and \
+                images.shape[1:] == tuple(card.input.sample_shape) and \
+                len(images) == len(labels):
+            return images, labels
+    except (OSError, ValueError, KeyError):
+        pass  # not staged yet, or cut short: build it below
+    images, labels = validation_split(card)
+    # A read-only or full cache directory costs the next run the parse, nothing more.
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(tmp, images=images, labels=labels)
+        tmp.replace(path)  # atomic: a concurrent reader sees all of it or nothing
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+    return images, labels
 
 
 class DigitsDataset(InMemoryDataset):
@@ -77,8 +127,11 @@ class DigitsDataset(InMemoryDataset):
 
     def __init__(self, card: ModelCard, data: DataConfig | None = None,
                  progress: object = None) -> None:
-        # Bundled with scikit-learn: no directory, no cache, nothing to report.
-        images, labels = validation_split(card)
+        # Bundled with scikit-learn: no directory to read and nothing to report; the
+        # parsed split is staged in the cache when the config names one.
+        cache_dir = data.cache_dir if data is not None else ""
+        images, labels = staged_split(card, Path(cache_dir)) if cache_dir \
+            else validation_split(card)
         super().__init__(labels, images.shape[1:], np.dtype(np.float32))
         self._images = images
 

@@ -1,0 +1,238 @@
+"""The library call of every command but ``run`` (``suite.api`` exports them all).
+
+Each returns a typed result; the CLI only parses, calls this, renders the result and
+maps it to the exit code. Their imports are local: ``import suite.api`` for ``check``
+must not load LoadGen's harness, numpy or a framework.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import ConfigError, SuiteError
+from .paths import Paths, find_paths
+from .scenarios import Scenario
+from .submission import PackageResult, SignResult, package, sign
+
+if TYPE_CHECKING:
+    from .audit.report import AuditReport
+    from .bundle.verify import Verification
+    from .checker.findings import CheckReport
+    from .models import ModelCard
+    from .serve.launcher import Replica
+    from .tune import TuneReport
+
+__all__ = ["PackageResult", "SignResult", "SystemDescription", "TuneOptions", "audit", "check",
+           "first_exited", "keygen", "package", "serve", "serve_card", "sign", "system", "tune",
+           "verify", "write_serving_files"]
+
+
+def check(path: Path, round_name: str | None = None, *, compat_official: bool = False,
+          submission_exceptions: bool = False, paths: Paths | None = None) -> CheckReport:
+    """Check a run directory or a submission tree against a round's rules.
+
+    Without ``round_name`` the round is the one a tree's LoadGen seeds name
+    (``RoundError`` when none or two match); ``submission_exceptions`` waives LoadGen's
+    uncommitted-build error only, as the official flag does.
+    """
+    from .checker import NotCheckable, check_path
+    from .checker.models import detect_round
+    from .rules import DEFAULT_ROUND, load_rules
+
+    paths = paths or find_paths()
+    if round_name is None and path.is_dir():
+        round_name = detect_round(path, paths)
+    rules = load_rules(paths, round_name or DEFAULT_ROUND)
+    try:
+        return check_path(path, rules, compat_official=compat_official,
+                          submission_exceptions=submission_exceptions)
+    except NotCheckable as exc:
+        raise ConfigError(str(exc), hint="give a runs/<run> directory or a submission "
+                          "tree root (the directory holding closed/ or open/)") from None
+
+
+def verify(bundle: Path, public_key: Path) -> Verification:
+    """Verify a bundle's signature with a pinned public key, then its files."""
+    from .bundle.keys import load_public
+    from .bundle.verify import verify_bundle
+
+    result = verify_bundle(bundle, load_public(public_key))
+    if result.unreadable is not None:  # not a verdict on the claims: the file is broken
+        raise SuiteError(f"cannot read the bundle {result.unreadable}",
+                         hint="download or copy the bundle again; it is cut off or corrupt")
+    return result
+
+
+def audit(bundle: Path, public_key: Path, *, rerun: str | None = None,
+          tolerance: float = 0.02, runs_dir: Path | None = None,
+          say: Callable[[str], None] = lambda message: None,
+          paths: Paths | None = None) -> AuditReport:
+    """Verify, re-check, recompute and (``rerun``) replay a signed bundle's claims."""
+    from .audit import audit as run_audit
+
+    paths = paths or find_paths()
+    with tempfile.TemporaryDirectory(prefix="suite-audit-") as work:
+        return run_audit(bundle, public_key, paths, Path(work) / "tree",
+                         (runs_dir or paths.runs / "audit").resolve(), rerun, tolerance, say)
+
+
+@dataclass
+class SystemDescription:
+    """The official system description JSON, and what is still missing from it."""
+
+    data: dict[str, Any]
+    empty: list[str]
+    unknown: list[str]
+
+
+def system(config_file: Path | None = None, *, division: str = "closed",
+           round_name: str | None = None, paths: Paths | None = None) -> SystemDescription:
+    """Probe this machine and merge the user's TOML into the round's system JSON."""
+    from .rules import DEFAULT_ROUND, load_rules
+    from .system_description import describe, probe, read_user_toml
+
+    rules = load_rules(paths or find_paths(), round_name or DEFAULT_ROUND)
+    assert rules.submission is not None  # every round we ship has submission rules
+    data, empty, unknown = describe(rules.submission, read_user_toml(config_file), probe(),
+                                    division=division)
+    return SystemDescription(data, empty, unknown)
+
+
+@dataclass
+class TuneOptions:
+    """What ``suite tune`` searches; the defaults are the command's."""
+
+    benchmark: str = "digits"
+    backend: str = "onnxruntime"
+    scenarios: tuple[Scenario, ...] = tuple(Scenario)
+    system: str | None = None
+    runs_dir: Path | None = None
+    probe_ms: int = 2000
+    confirm_ms: int | None = None
+    batch_sizes: tuple[int, ...] = (1, 4, 16)
+    worker_counts: tuple[int, ...] = ()
+    worker_models: tuple[str, ...] = ()
+    steps: int = 6
+    max_qps: float | None = None
+    fresh: bool = False
+
+    @classmethod
+    def quick(cls, **changes: Any) -> TuneOptions:
+        """Seconds-long probes and confirming runs: a smoke test, not a tuning."""
+        quick = cls(probe_ms=1000, confirm_ms=1000, batch_sizes=(1, 4), steps=2)
+        return dataclasses.replace(quick, **changes)
+
+    @classmethod
+    def from_text(cls, *, scenarios: tuple[str, ...] = (), batch_sizes: str = "1,4,16",
+                  worker_counts: str = "", worker_models: str = "", quick: bool = False,
+                  given: frozenset[str] = frozenset(), **values: Any) -> TuneOptions:
+        """The options as the command line spells them: comma-separated lists, scenario
+        names, and ``quick`` (its sizes, except for the options named in ``given``)."""
+        models = tuple(m.strip() for m in worker_models.split(",") if m.strip())
+        if unknown := sorted(set(models) - {"threads", "processes"}):
+            raise ConfigError(f"--worker-models: unknown {', '.join(unknown)}",
+                              hint="give threads, processes or both, comma-separated")
+        options = cls(scenarios=tuple(Scenario(s) for s in scenarios) or tuple(Scenario),
+                      batch_sizes=tuple(_int_list("--batch-sizes", batch_sizes)),
+                      worker_counts=tuple(_int_list("--workers", worker_counts)),
+                      worker_models=models, **values)
+        if quick:
+            small = cls.quick()
+            options = dataclasses.replace(options, **{
+                name: getattr(small, name) for name in ("probe_ms", "confirm_ms",
+                                                        "batch_sizes", "steps")
+                if name not in given})
+        return options
+
+
+def _int_list(option: str, text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"{option} {text!r}: not a list of integers",
+                          hint="give integers, comma-separated (1,4,16)") from None
+    if any(v < 1 for v in values):
+        raise ConfigError(f"{option} {text!r}: each value must be at least 1") from None
+    return values
+
+
+def tune(options: TuneOptions, *, say: Callable[[str], None] = lambda message: None,
+         paths: Paths | None = None) -> TuneReport:
+    """Find and record the settings this system sustains (see ``suite.tune``)."""
+    from .tune import tune as run_tune
+
+    paths = paths or find_paths()
+    o = options
+    return run_tune(paths, o.benchmark, o.backend, list(o.scenarios), o.system,
+                    (o.runs_dir or paths.runs).resolve(), o.probe_ms, o.confirm_ms,
+                    list(o.batch_sizes), o.steps, o.fresh, say, list(o.worker_counts),
+                    list(o.worker_models), o.max_qps)
+
+
+def keygen(out_dir: Path | None = None, *, prompt: Callable[[], str] | None = None,
+           paths: Paths | None = None) -> tuple[Path, Path, str]:
+    """An Ed25519 key pair (private key encrypted, never inside the data or submissions);
+    returns (private key file, public key file, key id)."""
+    from .bundle.keys import default_key_dir, generate, passphrase
+
+    paths = paths or find_paths()
+    return generate(out_dir or default_key_dir(), passphrase(prompt),
+                    forbidden=[paths.home, paths.submissions])
+
+
+# -- serve: the reference model on MLServer replicas, or the files that serve it elsewhere
+
+
+def serve_card(benchmark: str, model_path: Path | None = None,
+               paths: Paths | None = None) -> ModelCard:
+    """The card to serve, its model file verified (``--model-path`` for a user model)."""
+    from .models import check_model, load_card
+
+    card = load_card(paths or find_paths(), benchmark)
+    if model_path is not None or card.model.source == "user":
+        card = card.with_model_path(str(model_path or ""))
+    check_model(card)
+    return card
+
+
+def write_serving_files(card: ModelCard, *, triton_repo: Path | None = None,
+                        kserve_manifest: Path | None = None, max_batch_size: int = 256,
+                        storage_uri: str = "", replicas: int = 1) -> list[Path]:
+    """A Triton model repository and/or a KServe manifest; returns the files written."""
+    from .serve.writers import kserve_manifest as manifest
+    from .serve.writers import write_triton_repo
+
+    written = list(write_triton_repo(card, triton_repo, max_batch_size)) if triton_repo else []
+    if kserve_manifest is not None:
+        kserve_manifest.write_text(manifest(card, storage_uri, replicas))
+        written.append(kserve_manifest)
+    return written
+
+
+@contextmanager
+def serve(card: ModelCard, replicas: int, workdir: Path | None = None, *,
+          host: str = "127.0.0.1", max_batch_size: int = 256) -> Iterator[list[Replica]]:
+    """MLServer replicas of ``card`` while the block runs (logs in ``workdir``, default a
+    temporary directory); they are stopped however it ends."""
+    from .serve.launcher import start_replicas, stop_replicas
+
+    root = workdir or Path(tempfile.mkdtemp(prefix="suite-serve-"))
+    running = start_replicas(card, replicas, root, host=host, max_batch_size=max_batch_size)
+    try:
+        yield running
+    finally:
+        stop_replicas(running)
+
+
+def first_exited(running: list[Replica], poll_s: float = 0.5) -> Replica:
+    """Block until a replica exits (Ctrl-C ends the wait) and return it."""
+    while all(r.process.poll() is None for r in running):
+        time.sleep(poll_s)
+    return next(r for r in running if r.process.poll() is not None)
