@@ -4,12 +4,18 @@
   a raw ``tritonclient`` gRPC loop at the same batch size and concurrency, on the same
   single server. Ratio = ours / raw (target >= 0.9).
 * **Server**: the highest VALID Server rate at digits' 10 ms bound over two replicas,
-  with the client in worker processes (``sut.worker_model = "processes"``), by
-  bisection; each probe is a real LoadGen run.
-* **CPU shares**: client and servers share this machine's cores, so each figure comes
-  with the CPU seconds each side used (the client: the run's process tree, from
-  ``RUSAGE_CHILDREN``; a server: its ``/proc/<pid>/stat``), and the client's CPU per
-  request, which sizes a bigger machine: one core issues ``1 / cpu_per_request``.
+  with the client in worker processes (``sut.worker_model = "processes"``; ``threads``
+  with ``--worker-model``). The rate is halved from ``--start-qps`` until a probe is
+  VALID or ``--floor-qps`` is passed, then bisected; each probe is a real LoadGen run.
+  With none VALID, the lowest probe's p99 is reported.
+* **CPU shares**: client and servers share this machine's cores. While LoadGen runs,
+  a sampler reads ``/proc/<pid>/stat`` (utime + stime + reaped children) of the
+  replicas' process trees and of the suite's own processes (the run's child and its
+  worker processes), and ``/proc/stat`` for the whole machine (other tenants).
+* **Where a request's time goes**: the client CPU of one batch-1 request, ours and raw
+  ``tritonclient``, over gRPC and REST JSON; and a raw ``tritonclient`` batch-1 loop's
+  latency percentiles against one replica, beside the model's own time (onnxruntime in
+  this process). The raw loop's p99 is the floor under any Server run's p99.
 
     python bench/bench_remote.py --seconds 3
 """
@@ -31,6 +37,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench_remote_cpu import TreeCpu, cpu_per_request, latency_loop  # noqa: E402
+
 from suite.api import run  # noqa: E402
 from suite.config import ConfigRequest  # noqa: E402
 from suite.models import load_card  # noqa: E402
@@ -40,6 +48,8 @@ from suite.serve.launcher import Replica, start_replicas, stop_replicas  # noqa:
 BATCH = 64        # the served model's max batch: one request per SUT batch
 CONCURRENCY = 2   # SUT worker threads / raw client threads
 BOUND_MS = 10.0
+#: The Server probes' ``sut.worker_model`` (``--worker-model``).
+WORKER_MODEL = ["processes"]
 
 
 def _children_cpu() -> float:
@@ -92,57 +102,44 @@ def raw_loop(url: str, seconds: float, batch: int, threads: int) -> dict[str, An
             "wall_s": wall}
 
 
-def client_cpu_per_request(url: str, seconds: float) -> dict[str, float]:
-    """Client CPU per batch-1 request, ours (``RemoteBackend.predict``: balancer, checks,
-    tritonclient) and raw tritonclient, each one thread back to back on one server."""
-    import numpy as np
-    import tritonclient.grpc as grpcclient
-
-    from suite.backends import create
-
-    card = load_card(find_paths(), "digits")
-    backend = create("remote", {"endpoints": [url]})
-    backend.load(card, 1)
-    sample = np.zeros((1, 1, 8, 8), np.float32)
-    client = grpcclient.InferenceServerClient(url.removeprefix("grpc://"))
-
-    def raw() -> None:
-        tensor = grpcclient.InferInput("input", [1, 1, 8, 8], "FP32")
-        tensor.set_data_from_numpy(sample)
-        client.infer("digits", [tensor]).as_numpy("logits")
-
-    figures = {}
-    for name, call in (("ours", lambda: backend.predict(sample)), ("raw", raw)):
-        for _ in range(20):
-            call()
-        count, cpu0 = 0, time.process_time()
-        stop = time.perf_counter() + seconds / 2
-        while time.perf_counter() < stop:
-            call()
-            count += 1
-        figures[f"{name}_cpu_us_per_request"] = round((time.process_time() - cpu0) / count
-                                                      * 1e6, 1)
-    backend.close()
-    client.close()
-    return figures
+def _new_run(runs: Path, before: set[Path]) -> Path | None:
+    fresh = [p for p in runs.glob("*") if p.is_dir() and p not in before]
+    return fresh[0] if len(fresh) == 1 else None
 
 
 def _suite_run(scenario: str, urls: list[str], runs: Path, seconds: float,
                sets: list[str], replicas: list[Replica]) -> dict[str, Any]:
+    """One real run; the CPU of each side while LoadGen ran (``TreeCpu``), and the run's
+    own record of what each endpoint served (``status.json``: ``backend.run``)."""
+    runs.mkdir(parents=True, exist_ok=True)
+    before = set(runs.glob("*"))
     cpu0, server0, wall0 = _children_cpu(), _server_cpu(replicas), time.perf_counter()
     request = ConfigRequest(
         benchmark="digits", scenario=scenario, backend="remote", quick=True, runs_dir=runs,
         use_tuned=False,
         sets=["backend.remote.endpoints=" + json.dumps(urls),
               f"loadgen.min_duration_ms={int(seconds * 1000)}", *sets])
-    result = run(request)
+    tree = TreeCpu([r.process.pid for r in replicas])
+
+    def loadgen_running() -> bool:  # from its detail log's start to the child's status
+        run_dir = _new_run(runs, before)
+        return run_dir is not None and any(run_dir.glob("*/mlperf_log_detail.txt")) and \
+            not any(run_dir.glob("*/status.json"))
+
+    tree.mark = loadgen_running
+    with tree:
+        result = run(request)
     wall = time.perf_counter() - wall0
     test = result.tests[0]
     perf = test.performance
     status_path = Path(test.directory) / "status.json"
     status = json.loads(status_path.read_text()) if status_path.is_file() else {}
+    # Batches the run completed (not warm-up); each is one request (batch <= the model's).
     requests = int(status.get("batches", {}).get("batches", 0)) or None
+    window = tree.window()
     client_cpu = _children_cpu() - cpu0
+    per_request = (window["client_cpu_s"] / requests * 1e6 if window and requests else None)
+    record = status.get("backend", {}).get("run", {})
     return {
         "valid": bool(perf is not None and perf.is_valid),
         "metric": perf.metric_value if perf is not None else None,
@@ -150,18 +147,70 @@ def _suite_run(scenario: str, urls: list[str], runs: Path, seconds: float,
                    if perf is not None and perf.latency_ns else None),
         "requests": requests,
         # The whole child (imports, load, warm-up) is counted: an upper bound.
-        "client_cpu_s": round(client_cpu, 3),
-        "client_cpu_us_per_request": (round(client_cpu / requests * 1e6, 1)
-                                      if requests else None),
-        "server_cpu_s": round(_server_cpu(replicas) - server0, 3),
+        "client_cpu_s_whole_run": round(client_cpu, 3),
+        "server_cpu_s_whole_run": round(_server_cpu(replicas) - server0, 3),
+        # While LoadGen ran: each side's CPU and share of the machine.
+        "loadgen_window": window,
+        "client_cpu_us_per_request_in_run": round(per_request, 1) if per_request else None,
+        # The run's own record (status.json backend.run) where the child writes it.
+        "endpoints": record.get("endpoints"),
+        "client_processes_record": record.get("client_processes"),
         "wall_s": round(wall, 2),
         "batches": status.get("batches", {}),
         "run_dir": str(result.run_dir),
     }
 
 
-def measure(seconds: float, tmp: Path, steps: int = 4, processes: int = 2) -> dict[str, Any]:
-    """Both figures on fresh replicas under ``tmp``; what ``bench_harness`` calls."""
+def _server_probe(qps: float, both: list[str], tmp: Path, seconds: float, processes: int,
+                  replicas: list[Replica]) -> dict[str, Any]:
+    # At least 1500 queries: early stopping at the 99th percentile needs ~600 even when
+    # every query meets the bound, and more once a few miss it.
+    probe = _suite_run("server", both, tmp / "runs", max(seconds, 1500 / qps), [
+        f"loadgen.target_qps={qps:.0f}", f"sut.workers={processes}",
+        f'sut.worker_model="{WORKER_MODEL[0]}"', "sut.max_batch_size=16"], replicas)
+    probe["target_qps"] = round(qps)
+    window = probe["loadgen_window"] or {}
+    total = window.get("client_cpu_s", 0.0) + window.get("server_cpu_s", 0.0)
+    probe["client_cpu_share"] = round(window["client_cpu_s"] / total, 3) if total else None
+    probe["server_cpu_share"] = round(window["server_cpu_s"] / total, 3) if total else None
+    print(f"  Server {qps:.0f} QPS: {'VALID' if probe['valid'] else 'INVALID'}, p99 "
+          f"{probe['p99_ms']} ms, CPU client/server {probe['client_cpu_share']}/"
+          f"{probe['server_cpu_share']}", flush=True)
+    return probe
+
+
+def search_server(both: list[str], tmp: Path, seconds: float, processes: int,
+                  replicas: list[Replica], start: float, floor: float,
+                  steps: int) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """Halve from ``start`` until a probe is VALID or ``floor`` is passed; then bisect
+    between the VALID rate and the INVALID one above it for ``steps`` probes."""
+    probes: list[dict[str, Any]] = []
+    best: dict[str, Any] | None = None
+    qps, hi = start, 0.0
+    while qps >= floor:
+        probe = _server_probe(qps, both, tmp, seconds, processes, replicas)
+        probes.append(probe)
+        if probe["valid"]:
+            best = probe
+            break
+        hi, qps = qps, qps / 2
+    if best is None or not hi:
+        return best, probes
+    lo = float(best["target_qps"])
+    for _ in range(steps):
+        qps = (lo + hi) / 2
+        probe = _server_probe(qps, both, tmp, seconds, processes, replicas)
+        probes.append(probe)
+        if probe["valid"]:
+            lo, best = qps, probe
+        else:
+            hi = qps
+    return best, probes
+
+
+def measure(seconds: float, tmp: Path, steps: int = 3, processes: int = 2,
+            start_qps: float = 400.0, floor_qps: float = 50.0) -> dict[str, Any]:
+    """Every figure on fresh replicas under ``tmp``."""
     card = load_card(find_paths(), "digits")
     replicas = start_replicas(card, 2, tmp / "replicas", max_batch_size=BATCH)
     try:
@@ -172,48 +221,41 @@ def measure(seconds: float, tmp: Path, steps: int = 4, processes: int = 2) -> di
             # LoadGen sizes the query from this: above the raw rate, so the run lasts
             # at least ``seconds`` (a shorter one is INVALID, though its rate is real).
             f"loadgen.expected_qps={2 * raw['samples_per_s']:.0f}"], replicas[:1])
+        # Other tenants' load drifts within seconds here: the raw loop runs again after
+        # ours, and ours is compared with the mean of the two.
+        raw_after = raw_loop(one[0], seconds, BATCH, CONCURRENCY)
+        per_request = cpu_per_request(one[0], replicas[0].http_url, seconds)
+        latency = latency_loop(one[0], replicas[0].http_url, seconds)
+        print(f"  raw tritonclient batch-1 loop p99: gRPC {latency['grpc']['p99_ms']} ms, "
+              f"REST JSON {latency['rest_json']['p99_ms']} ms, onnxruntime in process "
+              f"{latency['onnxruntime_in_process']['p99_ms']} ms", flush=True)
         both = [r.grpc_url for r in replicas]
-        per_request = client_cpu_per_request(one[0], seconds)
-        lo, hi = 50.0, 800.0
-        probes: list[dict[str, Any]] = []
-        best: dict[str, Any] | None = None
-        for _ in range(steps):
-            qps = (lo + hi) / 2
-            # At least 1500 queries: early stopping at the 99th percentile needs ~600
-            # even when every query meets the bound, and more once a few miss it.
-            probe = _suite_run("server", both, tmp / "runs", max(seconds, 1500 / qps), [
-                f"loadgen.target_qps={qps:.0f}", f"sut.workers={processes}",
-                'sut.worker_model="processes"', "sut.max_batch_size=16"], replicas)
-            probe["target_qps"] = round(qps)
-            # The client's CPU in the run: requests x its measured CPU per request (the
-            # child's own total also holds imports, loading and warm-up); the servers'
-            # from /proc. Reported for every probe, VALID or not.
-            client_s = (probe["requests"] or 0) * per_request["ours_cpu_us_per_request"] / 1e6
-            total = client_s + probe["server_cpu_s"]
-            probe["client_cpu_share"] = round(client_s / total, 3) if total else None
-            probe["server_cpu_share"] = round(probe["server_cpu_s"] / total, 3) if total else None
-            probes.append(probe)
-            if probe["valid"]:
-                lo, best = qps, probe
-            else:
-                hi = qps
+        best, probes = search_server(both, tmp, seconds, processes, replicas, start_qps,
+                                     floor_qps, steps)
     finally:
         stop_replicas(replicas)
-    ratio = (ours["metric"] or 0.0) / raw["samples_per_s"]
+    raw_mean = (raw["samples_per_s"] + raw_after["samples_per_s"]) / 2
+    ratio = (ours["metric"] or 0.0) / raw_mean
+    lowest = min(probes, key=lambda p: p["target_qps"])
     return {
         "machine_cores": os.cpu_count(),
         # Other tenants' load on the shared cores (1-minute load average at the end).
         "load_average": round(os.getloadavg()[0], 2),
         "client_overhead": {"batch": BATCH, "concurrency": CONCURRENCY, "raw": raw,
-                            "ours": ours, "ratio": round(ratio, 3), "target": 0.9},
+                            "raw_after": raw_after, "ours": ours, "ratio": round(ratio, 3),
+                            "target": 0.9},
+        "raw_request_latency_one_replica": latency,
         "server_10ms_two_replicas": {
             "client_processes": processes,
+            "worker_model": WORKER_MODEL[0],
             "highest_valid_qps": best["target_qps"] if best else None,
             "client_cpu_share": best["client_cpu_share"] if best else None,
             "server_cpu_share": best["server_cpu_share"] if best else None,
+            "lowest_probe": {"target_qps": lowest["target_qps"], "p99_ms": lowest["p99_ms"],
+                             "valid": lowest["valid"]},
             "client_cpu_us_per_request": per_request,
             "one_client_core_requests_per_s": round(
-                1e6 / per_request["ours_cpu_us_per_request"]),
+                1e6 / per_request["ours_grpc_cpu_us_per_request"]),
             "probes": probes,
         },
     }
@@ -222,12 +264,20 @@ def measure(seconds: float, tmp: Path, steps: int = 4, processes: int = 2) -> di
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=3,
+                        help="bisection probes after the first VALID rate")
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--start-qps", type=float, default=400.0)
+    parser.add_argument("--floor-qps", type=float, default=50.0,
+                        help="halve the rate from --start-qps down to this at most")
+    parser.add_argument("--worker-model", choices=["processes", "threads"],
+                        default="processes", help="the Server probes' sut.worker_model")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
+    WORKER_MODEL[0] = args.worker_model
     with tempfile.TemporaryDirectory(prefix="bench-remote-") as tmp:
-        report = measure(args.seconds, Path(tmp), args.steps, args.processes)
+        report = measure(args.seconds, Path(tmp), args.steps, args.processes,
+                         args.start_qps, args.floor_qps)
     report["date"] = datetime.now(UTC).isoformat(timespec="seconds")
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench_remote_{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
@@ -235,11 +285,19 @@ def main() -> int:
     overhead, server = report["client_overhead"], report["server_10ms_two_replicas"]
     print(f"remote Offline / raw tritonclient gRPC (batch {BATCH}, concurrency "
           f"{CONCURRENCY}): {overhead['ratio']:.2f} (target >= 0.9)")
+    cpu = server["client_cpu_us_per_request"]
+    lowest = server["lowest_probe"]
     print(f"remote Server at 10 ms, 2 replicas, {server['client_processes']} client "
-          f"processes: {server['highest_valid_qps']} QPS; CPU client "
-          f"{server['client_cpu_share']}, servers {server['server_cpu_share']}; client "
-          f"{server['client_cpu_us_per_request']['ours_cpu_us_per_request']} us CPU per request "
-          f"(raw tritonclient {server['client_cpu_us_per_request']['raw_cpu_us_per_request']})")
+          f"processes: highest VALID {server['highest_valid_qps']} QPS (CPU client "
+          f"{server['client_cpu_share']}, servers {server['server_cpu_share']}); lowest "
+          f"probe {lowest['target_qps']} QPS p99 {lowest['p99_ms']} ms")
+    print(f"client CPU per batch-1 request: gRPC ours {cpu['ours_grpc_cpu_us_per_request']} "
+          f"us, raw {cpu['raw_grpc_cpu_us_per_request']} us; REST JSON ours "
+          f"{cpu['ours_rest_json_cpu_us_per_request']} us, raw "
+          f"{cpu['raw_rest_json_cpu_us_per_request']} us")
+    latency = report["raw_request_latency_one_replica"]
+    print("raw tritonclient batch-1 loop, one replica: " + "; ".join(
+        f"{name} p50 {v['p50_ms']} p99 {v['p99_ms']} ms" for name, v in latency.items()))
     print(f"wrote {path}")
     return 0
 
