@@ -81,6 +81,17 @@ def _duration(perf: PerformanceSummary, scenario: Scenario, min_s: float) -> Exp
             f"raise loadgen.expected_qps to about {rate:,.0f} (LoadGen issues 1.1 x duration x "
             f"expected_qps samples; `suite tune` finds it)",
         )
+    if scenario is Scenario.SERVER:
+        max_s = _get(perf, "max_duration_ms") / 1000
+        # LoadGen schedules Server queries for min_duration at target_qps, so a Server
+        # run ends short only when max_duration_ms stopped it first.
+        return Explanation(
+            "min duration not met",
+            f"LoadGen stopped the run at {perf.query_count} queries"
+            + (f" (loadgen.max_duration_ms = {max_s:g} s < min_duration {min_s:g} s)"
+               if max_s else ""),
+            "raise loadgen.max_duration_ms above loadgen.min_duration_ms (0: no limit)",
+        )
     mean_ms = perf.latency_ns.get("mean", 0.0) / 1e6
     return Explanation(
         "min duration not met",

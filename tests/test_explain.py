@@ -75,3 +75,15 @@ def test_server_that_fell_behind_says_step_back_to_what_it_completed(tmp_path: P
     assert "completed only 251,000 samples/s" in latency.evidence
     # 0.9 x what it completed, not 300k x 10/588 (about 5,100)
     assert "lower loadgen.target_qps to about 225,900" in latency.advice
+
+
+def test_server_stopped_by_max_duration_names_it(tmp_path: Path) -> None:
+    perf = _summary(tmp_path, Scenario.SERVER, {
+        "result_validity": "INVALID", "result_min_duration_met": False,
+        "result_query_count": 310, "effective_min_duration_ms": 2000,
+        "effective_max_duration_ms": 300, "num_errors": 0,
+    })
+    [duration] = explain(perf)
+    assert "max_duration_ms = 0.3 s < min_duration 2 s" in duration.evidence
+    assert "raise loadgen.max_duration_ms" in duration.advice
+    assert "expected_latency_ms" not in duration.advice  # SingleStream's advice, not Server's
