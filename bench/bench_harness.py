@@ -43,6 +43,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import bench_checker  # noqa: E402
 import bench_fixed_cost  # noqa: E402
+import bench_llm  # noqa: E402
 import bench_simulated  # noqa: E402
 import numpy as np  # noqa: E402
 import raw  # noqa: E402
@@ -265,6 +266,8 @@ def main() -> int:
     parser.add_argument("--skip-resnet50", action="store_true")
     parser.add_argument("--skip-simulated", action="store_true",
                         help="skip the Server-at-accelerator-speed search (bench_simulated.py)")
+    parser.add_argument("--skip-llm", action="store_true",
+                        help="skip tinylm's Offline figures (bench_llm.py; needs torch)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -279,6 +282,10 @@ def main() -> int:
                 args.seconds, 5, tmp / "simulated"),
             "fixed_cost": bench_fixed_cost.measure(tmp / "fixed_cost", args.repeats),
             "checker": bench_checker.measure(tmp / "checker"),
+            # tinylm Offline against the best raw static batch, and the harness's CPU
+            # share; small settings (about a minute): the Server ladders are bench_llm.py's
+            "llm": None if args.skip_llm else bench_llm.measure(
+                tmp / "llm", samples=128, batches=(16, 32, 64)),
             "note": "harness figures are LoadGen's own; raw figures time session.run in a "
                     "plain loop; ratios are formed within this invocation",
         }
@@ -355,6 +362,11 @@ def _print(report: dict[str, Any]) -> None:
                       f"{figures['server_max_valid_qps']:,.0f}")
         table.add_row(f"simulated {figures['profile']}: Server / Offline (target >= 0.8)",
                       f"{figures['server_over_offline_ratio']:.3f}")
+    llm = (report.get("llm") or {}).get("offline")
+    if llm:
+        table.add_row("tinylm Offline tokens/s, ours", f"{llm['ours_tokens_per_s']:,.0f}")
+        table.add_row(f"tinylm ours / best raw static batch ({llm['raw_best_static_batch']}; "
+                      "target >= 1.0)", f"{llm['ratio_ours_over_best_raw_static']:.3f}")
     Console().print(table)
 
 

@@ -13,6 +13,9 @@
   continuous loop's CPU per token; share = 1 - raw / ours.
 
     python bench/bench_llm.py [--samples 256] [--rates 8,16,24,32,40] [--out results/llm.json]
+
+``make bench`` (``bench_harness.py``) calls ``measure`` with 128 samples, the static sweep
+16/32/64 and no Server ladders (each probe is a run of 460 queries: minutes).
 """
 
 from __future__ import annotations
@@ -122,39 +125,57 @@ def server_ladder(runs: Path, rates: list[float], batching: str,
     return {"highest_valid_qps": best, "probes": probes}
 
 
+def measure(runs: Path, samples: int = 256, batches: tuple[int, ...] = (1, 8, 16, 32, 64),
+            rates: list[float] | None = None) -> dict[str, Any]:
+    """The figures of one invocation (``make bench`` calls this with small settings).
+
+    ``rates``: the Server ladders' target rates (none: no Server ladders).
+    """
+    card = load_llm_card(find_paths(), "tinylm")
+    prompts = LLMDataset(card).prompts[:samples]
+    report: dict[str, Any] = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+                              "load_average": os.getloadavg(), "samples": len(prompts)}
+    runs.mkdir(parents=True, exist_ok=True)
+    offline_and_cpu(report, runs, prompts, list(batches))
+    # Server's bounds (2 s / 200 ms) and Interactive's (500 ms / 50 ms): static batching
+    # pays in TTFT (a request waits for the running batch to end).
+    for benchmark in ("tinylm", "tinylm-interactive") if rates else ():
+        ladders = {policy: server_ladder(runs, rates or [], policy, benchmark)
+                   for policy in ("continuous", "static")}
+        cont, stat = (ladders[p]["highest_valid_qps"] for p in ("continuous", "static"))
+        report[f"server {benchmark}"] = {
+            **ladders, "ratio_continuous_over_static": round(cont / stat, 3)
+            if stat else None}
+    return report
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--samples", type=int, default=256)
     ap.add_argument("--rates", default="8,16,24,32,40")
+    ap.add_argument("--batches", default="1,8,16,32,64", help="the raw static batch sweep")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--server-only", action="store_true", help="skip the Offline and CPU part")
     args = ap.parse_args()
-    card = load_llm_card(find_paths(), "tinylm")
-    prompts = LLMDataset(card).prompts[:args.samples]
-    report: dict[str, Any] = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-                              "load_average": os.getloadavg(), "samples": len(prompts)}
+    rates = [float(r) for r in args.rates.split(",")] if args.rates else []
     with tempfile.TemporaryDirectory(prefix="bench-llm-") as tmp:
-        runs = Path(tmp)
-        if not args.server_only:
-            offline_and_cpu(report, runs, prompts)
-        rates = [float(r) for r in args.rates.split(",")]
-        # Server's bounds (2 s / 200 ms) and Interactive's (500 ms / 50 ms): static batching
-        # pays in TTFT (a request waits for the running batch to end).
-        for benchmark in ("tinylm", "tinylm-interactive"):
-            ladders = {policy: server_ladder(runs, rates, policy, benchmark)
-                       for policy in ("continuous", "static")}
-            cont, stat = (ladders[p]["highest_valid_qps"] for p in ("continuous", "static"))
-            report[f"server {benchmark}"] = {
-                **ladders, "ratio_continuous_over_static": round(cont / stat, 3)
-                if stat else None}
+        if args.server_only:
+            report = measure(Path(tmp), args.samples, (), rates)
+        else:
+            report = measure(Path(tmp), args.samples,
+                             tuple(int(b) for b in args.batches.split(",")), rates)
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
 
 
-def offline_and_cpu(report: dict[str, Any], runs: Path, prompts: list[list[int]]) -> None:
-    """The Offline ratio and the harness's CPU share, into ``report``."""
-    statics = raw_static(prompts, [1, 8, 16, 32, 64])
+def offline_and_cpu(report: dict[str, Any], runs: Path, prompts: list[list[int]],
+                    batches: list[int]) -> None:
+    """The Offline ratio and the harness's CPU share, into ``report`` (none without
+    ``batches``, the raw static sweep)."""
+    if not batches:
+        return
+    statics = raw_static(prompts, batches)
     best_batch = max(statics, key=lambda b: statics[b])
     raw_cb_tps, raw_cpu_per_token = raw_continuous(prompts)
     small = ours_offline(runs, 64)

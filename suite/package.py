@@ -7,6 +7,13 @@ and says so in the attestation), lays out the v6 tree (``performance/run_1``, a
 truncated accuracy log with the full log's hash in ``accuracy.txt``, measurements,
 ``user.conf``, README, compliance dirs when the run has them), the system JSON,
 documentation and a ``src`` pointer, then checks the tree and signs it.
+
+LLM results (text-generation cards, ``suite.llm``) take the same layout: the detail and
+summary logs carry LoadGen's token metrics (TTFT/TPOT p99, tokens/s), ``accuracy.txt`` is
+the ROUGE dict the checker parses, a ``<card>-interactive`` benchmark's Server run is the
+``Interactive`` scenario directory, and the predicate states each LLM result's tokens/s
+(the figure MLPerf publishes for LLMs) with its TTFT and TPOT p99, read from the packaged
+detail log.
 """
 
 from __future__ import annotations
@@ -22,10 +29,11 @@ from typing import Any
 from . import __version__
 from .checker import CheckReport, check_path
 from .errors import SuiteError
+from .logs import parse_detail_log
 from .models import load_card
 from .package_safety import PackageError, Precision, recorded_precision
 from .paths import Paths
-from .results import RunResult, Status
+from .results import RunResult, Status, token_metrics
 from .rules import RuleSet, SubmissionRules
 from .scenarios import SPECS, Scenario
 
@@ -144,20 +152,52 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
     extras: dict[str, dict[str, Any]] = {}
     for (benchmark, scenario), cand in sorted(selection.chosen.items()):
         bench = rules.benchmark(benchmark)
-        scen = Scenario(scenario)
         rel = sub.paths["result"].format(division=division, submitter=submitter, system=system,
                                          benchmark=bench.checker_model,
-                                         scenario=scen.loadgen_name)
+                                         scenario=tree_scenario(bench.loadgen_model, scenario))
         _result_dir(root / rel, cand, paths, sub, benchmark, precision)
         write_evidence(root / EVIDENCE_DIR / rel, cand)
         extras[rel] = {"run_id": cand.run.run_id, "model_sha256": cand.run.model_sha256,
                        "created_utc": cand.run.created_utc, "backend": cand.run.backend}
+        tokens = packaged_tokens(root, rel)
+        if tokens:
+            extras[rel]["tokens"] = tokens
     (base / "documentation").mkdir()
     lines = [f"# {submitter}: {system} ({division})", "", "| result | run |", "|---|---|"]
     lines += [f"| {rel} | {extra['run_id']} |" for rel, extra in sorted(extras.items())]
     (base / "documentation" / "README.md").write_text("\n".join(lines) + "\n")
     (base / "documentation" / "calibration.md").write_text(precision.calibration_text())
     return extras
+
+
+def tree_scenario(loadgen_model: str, scenario: str) -> str:
+    """The scenario directory: LoadGen runs Interactive as Server under a LoadGen model
+    named ``*-interactive`` (``suite.llm.conf``); the tree names it ``Interactive``."""
+    from .llm.card import INTERACTIVE_SUFFIX
+
+    scen = Scenario(scenario)
+    if scen is Scenario.SERVER and loadgen_model.endswith(INTERACTIVE_SUFFIX):
+        return "Interactive"
+    return scen.loadgen_name
+
+
+def packaged_tokens(tree: Path, result_id: str) -> dict[str, float]:
+    """The token metrics of a packaged result's detail log (empty: not an LLM result)."""
+    path = tree / result_id / "performance" / "run_1" / "mlperf_log_detail.txt"
+    return token_metrics(parse_detail_log(path)) if path.is_file() else {}
+
+
+#: An LLM result's published figure per scenario directory: Offline's tokens/s, Server's and
+#: Interactive's completed tokens/s (the official checker's LLM result fields).
+LLM_RATE = {"Offline": ("tokens_per_second", "tokens/s"),
+            "Server": ("completed_tokens_per_second", "completed tokens/s"),
+            "Interactive": ("completed_tokens_per_second", "completed tokens/s")}
+
+
+def llm_figure(scenario: str, tokens: dict[str, float]) -> tuple[str, float] | None:
+    """(metric name, value) an LLM result is compared by; None without token metrics."""
+    key, name = LLM_RATE.get(scenario, ("", ""))
+    return (name, tokens[key]) if key in tokens else None
 
 
 #: Beside the official tree: what an auditor needs to recompute and replay each result.
@@ -202,10 +242,10 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
     for name in ("user.conf", "mlperf.conf"):
         if (perf / name).is_file():
             shutil.copyfile(perf / name, out / name)
-    card = load_card(paths, benchmark)
+    input_dtype, weights = _model_files(paths, benchmark)
     (out / "measurements.json").write_text(json.dumps({
-        "input_data_types": card.input.dtype, "retraining": "No",
-        "starting_weights_filename": card.model.onnx_file,
+        "input_data_types": input_dtype, "retraining": "No",
+        "starting_weights_filename": weights,
         # what the backend recorded for this run, never a default
         "weight_data_types": precision.weight_data_types,
         "weight_transformations": precision.weight_transformations}, indent=2) + "\n")
@@ -219,6 +259,18 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
         with (out / "README.md").open("a") as readme:
             readme.write("\nCompliance attempts (all of them; the newest is packaged):\n\n")
             readme.writelines(f"- {line}\n" for line in attempts)
+
+
+def _model_files(paths: Paths, benchmark: str) -> tuple[str, str]:
+    """(input data type, starting weights file) from the benchmark's card: an LLM card's
+    prompts are token ids (int32, as its responses) and its weights a torch state dict."""
+    from .llm.card import card_name, is_llm_benchmark, load_llm_card
+
+    if is_llm_benchmark(paths, benchmark):
+        llm = load_llm_card(paths, card_name(benchmark))
+        return llm.generation.response_dtype, llm.model.torch_state_dict
+    card = load_card(paths, benchmark)
+    return card.input.dtype, card.model.onnx_file
 
 
 def _compliance_runs(cand: Candidate) -> dict[str, list[RunResult]]:
@@ -287,9 +339,13 @@ def predicate(report: CheckReport, extras: dict[str, dict[str, Any]], *, unoffic
     results = []
     for res in report.results:
         extra = extras.get(res.id, {})
+        tokens = extra.get("tokens") or {}
+        # an LLM result is published by its tokens/s (the checker's own figure is samples/s)
+        metric, value = llm_figure(res.scenario, tokens) or (res.metric, res.value)
         results.append({
             "result": res.id, "benchmark": res.benchmark, "scenario": res.scenario,
-            "metric": res.metric, "value": res.value, "valid": res.valid,
+            "metric": metric, "value": value, "valid": res.valid,
+            **({"tokens": tokens} if tokens else {}),
             "accuracy": res.accuracy, "accuracy_target": res.accuracy_target,
             "accuracy_met": res.accuracy is not None and res.accuracy_target is not None
             and res.accuracy >= res.accuracy_target,

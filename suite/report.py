@@ -60,6 +60,8 @@ def _accuracy(test: TestResult) -> str:
     if acc is None:
         return "-"
     verdict = "pass" if acc.passed else "FAIL"
+    if acc.metric != "acc":  # a score, not a share: ROUGE-L for an LLM
+        return f"{acc.metric} {acc.value:.4f} vs ≥{acc.target:.4f} {verdict}"
     return f"{acc.value:.3f}% vs ≥{acc.target:.3f}% {verdict}"
 
 

@@ -1,8 +1,15 @@
 """The six audit steps (see the package docstring). Nothing here trusts a byte of the
-bundle before step 1 has verified its signature with the auditor's public key."""
+bundle before step 1 has verified its signature with the auditor's public key.
+
+LLM results (text-generation cards) are audited by their own records: step 3 recomputes
+ROUGE and tokens per sample from the full accuracy log against the card's dataset, and a
+replay compares the tokens/s the predicate claims (Offline: tokens/s; Server and
+Interactive: completed tokens/s) and reports the replay's TTFT/TPOT p99.
+"""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import random
@@ -179,12 +186,16 @@ def _run_info(tree: Path, result: str) -> dict[str, Any]:
 def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]) -> None:
     from .. import datasets
     from ..accuracy import decode_accuracy_log
+    from ..llm.card import is_llm_benchmark
     from ..models import load_card
     from ..postprocess import make_postprocess
 
     result = claim["result"]
     try:
         info = _run_info(tree, result)
+        if is_llm_benchmark(paths, str(info["benchmark"])):
+            _llm_accuracy(report, tree, paths, claim, info)
+            return
         log = tree / "evidence" / result / "mlperf_log_accuracy.json"
         lines = (tree / result / "accuracy" / "accuracy.txt").read_text().splitlines()
         stated = next(float(m.group(1)) for line in lines if (m := _ACC.match(line)))
@@ -210,6 +221,57 @@ def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, An
     evidence = [f"recomputed top-1 {value:.3f}% ({good}/{len(labels)}) from the full log",
                 f"accuracy.txt says {stated:.3f}%, the signed claim {claimed}", *problems]
     report.add(3, f"accuracy of {result}", not problems, evidence, f"{value:.3f}%")
+
+
+#: accuracy.txt's LLM keys (``suite.llm.accuracy``) by the checker's metric names.
+_LLM_KEYS = {"ROUGE1": "rouge1", "ROUGE2": "rouge2", "ROUGEL": "rougeL",
+             "TOKENS_PER_SAMPLE": "tokens_per_sample"}
+
+
+def _llm_accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
+                  info: dict[str, Any]) -> None:
+    """ROUGE and tokens per sample, recomputed from the full accuracy log against the
+    card's own dataset, must equal accuracy.txt's and the signed claim's."""
+    from ..llm.accuracy import decode_outputs, score
+    from ..llm.card import card_name, load_llm_card
+    from ..llm.dataset import LLMDataset
+    from ..rules import load_rules
+
+    result = claim["result"]
+    try:
+        log = tree / "evidence" / result / "mlperf_log_accuracy.json"
+        lines = [line.strip() for line in (tree / result / "accuracy" / "accuracy.txt")
+                 .read_text().splitlines() if line.strip()]
+        stated = ast.literal_eval(next(line for line in lines if line.startswith("{")))
+        stated_hash = next(m.group(1) for line in lines if (m := _HASH.match(line)))
+        if not isinstance(stated, dict):
+            raise ValueError("accuracy.txt holds no metrics dict")
+        benchmark = str(info["benchmark"])
+        metric = load_rules(paths, str(info["round"])).benchmark(benchmark).accuracy_metric
+        card = load_llm_card(paths, card_name(benchmark))
+        dataset = LLMDataset(card)  # the card's dataset, never the bundle's
+        outputs = decode_outputs(log, dataset.total_count)
+        texts = [dataset.tokenizer.decode(o) for o in outputs]
+        scores, per_sample, _ = score(outputs, texts, dataset.references, card, 0.0)
+    except (OSError, StopIteration, KeyError, ValueError, SyntaxError, SuiteError) as exc:
+        report.add(3, f"accuracy of {result}", False, [f"cannot recompute: {exc}"], result)
+        return
+    recomputed = {**scores, "tokens_per_sample": per_sample}
+    problems = []
+    actual_hash = hashlib.sha256(log.read_bytes()).hexdigest()
+    if actual_hash != stated_hash:
+        problems.append(f"accuracy log sha256 {actual_hash} != accuracy.txt hash {stated_hash}")
+    for key, value in recomputed.items():
+        if key not in stated or abs(float(stated[key]) - value) > 0.00005:
+            problems.append(f"recomputed {key} {value} != accuracy.txt {stated.get(key)}")
+    value = recomputed[_LLM_KEYS.get(metric.upper(), "rougeL")]
+    claimed = claim.get("accuracy")
+    if claimed is None or abs(value - float(claimed)) > 0.00005:
+        problems.append(f"recomputed {metric} {value} != signed claim {claimed}")
+    evidence = [f"recomputed from the full log ({len(outputs)} samples): "
+                + ", ".join(f"{k} {v}" for k, v in recomputed.items()),
+                f"accuracy.txt says {stated}, the signed claim {metric} {claimed}", *problems]
+    report.add(3, f"accuracy of {result}", not problems, evidence, f"{metric} {value}")
 
 
 def _choose(results: list[dict[str, Any]], rerun: str | None, seed: str) -> list[dict[str, Any]]:
@@ -252,13 +314,17 @@ def _replay_request(info: dict[str, Any], runs_dir: Path, **extra: Any) -> Any:
 def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
             runs_dir: Path, tolerance: float) -> Path | None:
     from ..api import run
+    from ..llm.card import card_name, is_llm_benchmark, load_llm_card, verify_weights
     from ..models import load_card, verify_model_file
+    from ..package import llm_figure
     from ..scenarios import SPECS, Scenario
 
     result = claim["result"]
     info = _run_info(tree, result)
+    llm = is_llm_benchmark(paths, str(info["benchmark"]))
     try:
-        local_sha = verify_model_file(load_card(paths, info["benchmark"]))
+        local_sha = verify_weights(load_llm_card(paths, card_name(info["benchmark"]))) \
+            if llm else verify_model_file(load_card(paths, info["benchmark"]))
     except SuiteError as exc:
         local_sha = f"unusable ({exc})"
     if local_sha != info["model_sha256"]:
@@ -271,6 +337,15 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
     test = next((t for t in replay.tests if t.mode == "performance"), None)
     perf = test.performance if test else None
     measured = perf.metric_value if perf else None
+    unit = perf.unit if perf else ""
+    token_lines: list[str] = []
+    if llm:  # an LLM claim is its tokens/s: compare the replay's figure of the same name
+        figure = llm_figure(str(claim.get("scenario")), perf.tokens) if perf else None
+        measured, unit = (figure[1], figure[0]) if figure else (None, "")
+        tokens = perf.tokens if perf else {}
+        token_lines = [f"replay {name} p99 {tokens[key] / 1e6:.2f} ms"
+                       for key, name in (("ttft_p99_ns", "TTFT"), ("tpot_p99_ns", "TPOT"))
+                       if key in tokens]
     claimed = claim.get("value")
     latency = SPECS[Scenario(info["scenario"])].is_latency
     if measured is None or claimed is None or test is None:
@@ -289,9 +364,9 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
     ok = ratio <= 1 + tolerance if latency else ratio >= 1 - tolerance
     bound = f"<= {1 + tolerance:.2f}" if latency else f">= {1 - tolerance:.2f}"
     report.add(4, f"replay of {result}", ok, [
-        f"claimed {claimed}, replayed {measured:.6g} ({perf.unit if perf else ''}); "
+        f"claimed {claimed}, replayed {measured:.6g} ({unit}); "
         f"replay / claim = {ratio:.4f}, allowed {bound} (tolerance {tolerance:.0%})",
-        f"replay run: {replay.run_dir} ({replay.status.value})",
+        *token_lines, f"replay run: {replay.run_dir} ({replay.status.value})",
         *([f"the replay is {test.status.value} and so is the signed claim: compared as-is"]
           if test.status is not Status.VALID else [])], f"{ratio:.4f}")
     return Path(replay.run_dir)
