@@ -322,6 +322,9 @@ def test_endpoint_dying_mid_run_fails_the_run_and_names_it(victim: Any,
     assert status["failed_samples"] >= 1
     assert any(f["kind"] == "backend_error" and victim.grpc_url in f["message"]
                for f in status["failures"]), status["failures"]
+    if child_records_backend_run():  # the failed request counts against its endpoint
+        served = status["backend"]["run"]["endpoints"]
+        assert served[0]["endpoint"] == victim.grpc_url and served[0]["errors"] >= 1, served
     assert RunResult.load(run_dir / "result.json").tests[0].status.value == "FAILED"
 
 
