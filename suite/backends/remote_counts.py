@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import weakref
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ class EndpointCounts:
         self.directory = shared
         # One file per backend instance: a process may hold two (a benchmark's loops).
         self.path = shared / f"{os.getpid()}-{id(self):x}.counts"
+        self._lock = threading.Lock()
         self.rows = np.memmap(self.path, dtype=np.int64, mode="w+",
                               shape=(len(endpoints), len(FIELDS)))
 
@@ -75,12 +77,14 @@ class EndpointCounts:
         return path if listed == list(self.endpoints) else None
 
     def answered(self, index: int, samples: int) -> None:
-        row = self.rows[index]
-        row[_REQUESTS] += 1
-        row[_SAMPLES] += samples
+        with self._lock:  # ``+=`` on an array element is a read and a write: not atomic
+            row = self.rows[index]
+            row[_REQUESTS] += 1
+            row[_SAMPLES] += samples
 
     def failed(self, index: int) -> None:
-        self.rows[index, _ERRORS] += 1
+        with self._lock:
+            self.rows[index, _ERRORS] += 1
 
     def record(self) -> dict[str, Any]:
         """Per endpoint and per client process: answered requests and samples, failed
