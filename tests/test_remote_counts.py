@@ -135,3 +135,20 @@ def test_counts_of_an_unrelated_process_are_not_joined(replicas: Any,
     assert not list(tmp_path.glob("*.counts"))
     assert record["endpoints"][0]["samples"] == 2
     assert ENV not in os.environ or os.environ[ENV] == f"1:{tmp_path}"
+
+
+def test_a_dead_owners_directory_is_removed_by_the_next_owner(replicas: Any) -> None:
+    """An owner that exited hard (``os._exit``) left its directory; the next one removes it."""
+    import subprocess
+    import sys
+    import tempfile
+
+    proc = subprocess.run([sys.executable, "-c", (
+        "import os, tempfile; d = tempfile.mkdtemp(prefix='suite-remote-counts-' + "
+        "str(os.getpid()) + '-'); print(d)")], capture_output=True, text=True, check=True)
+    orphan = Path(proc.stdout.strip())
+    assert orphan.parent == Path(tempfile.gettempdir()) and orphan.is_dir()
+    backend = create("remote", {"endpoints": [replicas[0].grpc_url]})
+    backend.load(CARD, 64)
+    backend.close()
+    assert not orphan.exists()

@@ -12,7 +12,8 @@ one run are spread over all of them. This module gives the run one record anyway
   one row per endpoint (answered requests, answered samples, failed requests),
   written in place per request (a memory store, no system call).
 * The owner's ``record()`` reads every file: per endpoint and per process totals. The
-  owner removes the directory when it is closed or garbage collected, or at exit.
+  owner removes the directory when it is closed or garbage collected, or at exit; a
+  new owner removes those whose owner died without (``suite-remote-counts-<pid>-*``).
 
 A process whose environment names a directory owned by someone else than its parent
 (a test process that started a run, say) becomes an owner itself: counts never leak
@@ -36,6 +37,22 @@ ENV = "SUITE_REMOTE_COUNTS"
 #: Columns of a process's counter row, per endpoint.
 FIELDS = ("requests", "samples", "errors")
 _REQUESTS, _SAMPLES, _ERRORS = range(len(FIELDS))
+_PREFIX = "suite-remote-counts-"
+
+
+def _remove_orphans() -> None:
+    """Directories whose owner is gone: it exited hard (``os._exit`` after a drain that
+    LoadGen never finished), so its finalizer never ran."""
+    for path in Path(tempfile.gettempdir()).glob(f"{_PREFIX}*-*"):
+        pid = path.name.removeprefix(_PREFIX).split("-", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:
+            continue  # alive, another user's
 
 
 def _remove_dir(directory: str, value: str) -> None:
@@ -52,7 +69,8 @@ class EndpointCounts:
         shared = self._attach()
         self.owner = shared is None
         if shared is None:
-            shared = Path(tempfile.mkdtemp(prefix="suite-remote-counts-"))
+            _remove_orphans()
+            shared = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
             (shared / "endpoints.json").write_text(json.dumps(list(endpoints)))
             value = f"{os.getpid()}:{shared}"
             os.environ[ENV] = value  # inherited by the worker processes spawned from here
