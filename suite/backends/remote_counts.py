@@ -8,12 +8,12 @@ one run are spread over all of them. This module gives the run one record anyway
   the environment (``SUITE_REMOTE_COUNTS = "<owner pid>:<dir>"``), which the worker
   processes it spawns inherit.
 * Each client process (the owner and every worker whose parent is the owner, and whose
-  endpoints are the owner's) maps its own file ``<pid>.counts`` there: int64 counters,
+  endpoints are the owner's) maps its own file ``<pid>-<backend id>.counts`` there: int64 counters,
   one row per endpoint (answered requests, answered samples, failed requests),
   written in place per request (a memory store, no system call).
 * The owner's ``record()`` reads every file: per endpoint and per process totals. The
   owner removes the directory when it is closed or garbage collected, or at exit; a
-  new owner removes those whose owner died without (``suite-remote-counts-<pid>-*``).
+  new owner removes those whose owner died first (``suite-remote-counts-<pid>-*``).
 
 A process whose environment names a directory owned by someone else than its parent
 (a test process that started a run, say) becomes an owner itself: counts never leak
