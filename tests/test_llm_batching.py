@@ -85,5 +85,30 @@ def test_min_new_tokens_masks_eos_on_the_first_token() -> None:
 
     logits = torch.zeros(2, 83)
     logits[:, 0] = 10.0  # EOS is the argmax of both rows
-    picked = backend._pick(logits, [0, 5])
+    picked = backend._pick(logits, [0])  # row 0 is below min_new_tokens, row 1 is not
     assert picked.tolist()[0] != 0 and picked.tolist()[1] == 0
+
+
+def test_eos_masking_follows_each_row_when_rows_move() -> None:
+    """A stop token the model often picks ('e'), masked for the first 4 tokens: rows join
+    and leave mid-batch (so young rows are moved into holes), and every output must still
+    equal its batch-of-1 output with no stop token among its first 3 tokens."""
+    card = load_llm_card(find_paths(), "tinylm")
+    dataset = LLMDataset(card)
+    backend = TorchGenerationBackend(card, 4, threads=1)
+    config = GenerationConfig(max_new_tokens=12, min_new_tokens=4,
+                              eos_id=dataset.tokenizer.encode("e")[0])
+    backend.config = config  # the backend masks by its own config
+    alone = [generate(backend, config, dataset.prompts[i]) for i in range(N)]
+    assert any(config.eos_id in t for t in alone), "the stop token should occur"
+    assert all(config.eos_id not in t[:3] for t in alone)
+    done: dict[int, list[int]] = {}
+    batcher = ContinuousBatcher(backend, config, None,
+                                lambda reqs: done.update({r.key: list(r.tokens) for r in reqs}))
+    for i in range(N):  # one joins per step, so young and old rows share every step
+        batcher.submit([Request(i, dataset.prompts[i])])
+        batcher.step()
+    while batcher.live or batcher.waiting:
+        batcher.step()
+    assert done == {i: alone[i] for i in range(N)}
+    assert len({len(t) for t in alone}) > 1, "the outputs should stop at different lengths"

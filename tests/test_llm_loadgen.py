@@ -141,3 +141,8 @@ def test_accuracy_from_the_log_equals_direct_generation(tmp_path: Path) -> None:
         assert entry["token_count"] == len(tokens)
     text = (Path(test.directory) / "accuracy.txt").read_text()
     assert "'rougeL'" in text and "'tokens_per_sample'" in text
+    # The table shows ROUGE-L as the score it is, not as a percentage.
+    column = next(c for c in results_table([result]).columns
+                  if str(c.header) == "accuracy vs target")
+    cell = str(next(iter(column.cells)))
+    assert cell.startswith(f"ROUGEL {scores['rougeL']:.4f} vs ≥") and "%" not in cell, cell

@@ -91,12 +91,17 @@ class ContinuousBatcher:
             else:
                 self._live[seq] = request
         if self._live:
-            self.step_sizes.append(len(self._live))
+            live = self._live
+            self.step_sizes.append(len(live))
+            # GenerationConfig.finished, inlined: this loop runs once per generated token
+            longest, shortest = self.config.max_new_tokens, self.config.min_new_tokens
+            eos = self.config.eos_id
             for seq, token in self.backend.decode().items():
-                request = self._live[seq]
-                request.tokens.append(token)
-                if self.config.finished(request.tokens):
-                    del self._live[seq]
+                request = live[seq]
+                tokens = request.tokens
+                tokens.append(token)
+                if len(tokens) >= longest or (token == eos and len(tokens) >= shortest):
+                    del live[seq]
                     self.backend.release(seq)
                     finished.append(request)
         if finished:

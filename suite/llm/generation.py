@@ -112,15 +112,16 @@ class TorchGenerationBackend:
         self._row: dict[int, int] = {}
         self._pos = torch.zeros(max_sequences, dtype=torch.long, device=device)
         self._last = torch.zeros(max_sequences, dtype=torch.long, device=device)
-        self._count = [0] * max_sequences
+        #: Tokens so far of the rows still below ``min_new_tokens`` (EOS masked for them):
+        #: only those, so a decode step's bookkeeping does not walk every live row.
+        self._young: dict[int, int] = {}
 
     @property
     def live(self) -> int:
         return len(self._seqs)
 
-    def _pick(self, logits: torch.Tensor, counts: Sequence[int]) -> torch.Tensor:
-        """Greedy tokens for rows of ``logits`` (B, V); EOS masked below min_new_tokens."""
-        early = [i for i, c in enumerate(counts) if c < self.config.min_new_tokens]
+    def _pick(self, logits: torch.Tensor, early: list[int]) -> torch.Tensor:
+        """Greedy tokens for rows of ``logits`` (B, V); EOS masked in the ``early`` rows."""
         if early:
             logits = logits.clone()
             logits[early, self.config.eos_id] = float("-inf")
@@ -136,37 +137,42 @@ class TorchGenerationBackend:
         ids = torch.tensor(list(prompt), dtype=torch.long, device=self.device)
         with torch.inference_mode():
             logits = self.model.prefill(ids, self.pool, row)
-            token = self._pick(logits[None], [0])[0]
+            token = self._pick(logits[None], [0] if self.config.min_new_tokens > 0 else [])[0]
         self._seqs.append(seq)
         self._row[seq] = row
         self._pos[row] = len(prompt)
         self._last[row] = token
-        self._count[row] = 1
+        if self.config.min_new_tokens > 1:
+            self._young[row] = 1
         return int(token)
 
     def decode(self) -> dict[int, int]:
         n = len(self._seqs)
         if n == 0:
             return {}
-        torch = self._torch
-        with torch.inference_mode():
+        young = self._young
+        with self._torch.inference_mode():
             logits = self.model.decode(self._last[:n], self._pos[:n], self.pool)
-            tokens = self._pick(logits, self._count[:n])
+            tokens = self._pick(logits, list(young))
         self._pos[:n] += 1
         self._last[:n] = tokens
-        for row in range(n):
-            self._count[row] += 1
+        for row in list(young):
+            young[row] += 1
+            if young[row] >= self.config.min_new_tokens:
+                del young[row]
         return dict(zip(self._seqs, tokens.tolist(), strict=True))
 
     def release(self, seq: int) -> None:
         row = self._row.pop(seq)
+        self._young.pop(row, None)
         last = len(self._seqs) - 1
         if row != last:  # keep rows packed: move the last sequence into the hole
             moved = self._seqs[last]
             self.pool.move(last, row)
             self._pos[row] = self._pos[last]
             self._last[row] = self._last[last]
-            self._count[row] = self._count[last]
+            if last in self._young:
+                self._young[row] = self._young.pop(last)
             self._seqs[row] = moved
             self._row[moved] = row
         self._seqs.pop()
