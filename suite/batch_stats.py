@@ -45,15 +45,18 @@ class BatchStats:
         self.gather_s += gather_s
         self.predict_s += predict_s
         self.complete_s += complete_s
-        slot = self.count & _SLOT
-        self.recent_s[slot] = gather_s + predict_s + complete_s
-        self.recent_n[slot] = n
-        self.count += 1  # last: a reader that sees the count finds the slot written
+        count = self.count
+        self.recent_s[count & _SLOT] = gather_s + predict_s + complete_s
+        self.recent_n[count & _SLOT] = n
+        self.count = count + 1  # last: a reader that sees the count finds the slot written
 
 
 class BatchTail:
     """The heartbeat's cursor over the workers' rings: each call to ``new`` returns the
-    batches added since the previous one, as (service seconds, samples).
+    batches added since the previous one, as (service seconds, samples) in two lists.
+    It copies slices, not items: the heartbeat holds the GIL that the workers and
+    LoadGen's issue thread need, so a Python loop over thousands of batches would be
+    felt in the Server tail.
 
     When a worker lapped its ring between two calls, the older batches are lost and the
     latest ``RECENT - SLACK`` stand for them (a sample of the interval, not all of it);
@@ -65,17 +68,22 @@ class BatchTail:
     def __init__(self) -> None:
         self._seen: dict[int, int] = {}
 
-    def new(self, stats: Iterable[BatchStats]) -> list[tuple[float, int]]:
-        batches: list[tuple[float, int]] = []
+    def new(self, stats: Iterable[BatchStats]) -> tuple[list[float], list[int]]:
+        durations: list[float] = []
+        sizes: list[int] = []
         for worker in list(stats):
             end = worker.count
             start = max(self._seen.get(id(worker), 0), end - (RECENT - self.SLACK))
             self._seen[id(worker)] = end
-            durations, sizes = worker.recent_s, worker.recent_n
-            for k in range(start, end):
-                slot = k & _SLOT
-                batches.append((durations[slot], sizes[slot]))
-        return batches
+            if start >= end:
+                continue
+            first, last = start & _SLOT, end & _SLOT
+            # The ring's slots in order: one slice, or two when the range wraps.
+            pieces = [(first, last)] if first < last else [(first, RECENT), (0, last)]
+            for low, high in pieces:
+                durations += worker.recent_s[low:high]
+                sizes += worker.recent_n[low:high]
+        return durations, sizes
 
 
 def merge(stats: Iterable[BatchStats]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import itertools
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -40,7 +40,7 @@ _BUCKETS = 32 * _PER_OCTAVE
 
 
 class LatencyHistogram:
-    """Weighted latencies in log-spaced buckets (12% wide): bounded, whatever the run's
+    """Weighted latencies in log-spaced buckets (9% wide): bounded, whatever the run's
     length. Quantiles answer a bucket's upper edge, so they err high, never low."""
 
     def __init__(self) -> None:
@@ -52,6 +52,23 @@ class LatencyHistogram:
         index = int(math.log2(us) * _PER_OCTAVE) + 1 if us >= 1.0 else 0
         self.counts[min(index, _BUCKETS - 1)] += weight
         self.total += weight
+
+    def add_many(self, seconds: Sequence[float], weights: Sequence[int],
+                 offset_s: float = 0.0) -> None:
+        """``add(seconds[k] + offset_s, weights[k])`` for every ``k``, in numpy: a beat may
+        bring thousands of batches, and the heartbeat holds the GIL while it counts."""
+        if not seconds:
+            return
+        import numpy as np  # lazy: the parent shows LiveStatus and never needs it
+
+        us = (np.asarray(seconds, dtype=np.float64) + offset_s) * 1e6
+        index = np.where(us >= 1.0, np.log2(np.maximum(us, 1.0)) * _PER_OCTAVE + 1, 0)
+        index = np.minimum(index.astype(np.int64), _BUCKETS - 1)
+        counts = np.bincount(index, weights=np.asarray(weights, dtype=np.float64),
+                             minlength=_BUCKETS)
+        for bucket in np.flatnonzero(counts).tolist():
+            self.counts[bucket] += round(float(counts[bucket]))
+        self.total += int(sum(weights))
 
     def quantile(self, q: float) -> float | None:
         """The ``q`` quantile in seconds, or None when empty."""
@@ -155,9 +172,9 @@ class LiveEstimator:
         return [w.record() for w in list(self._warnings.values())]
 
     def observe(self, completed: int, issued: int,
-                batches: Iterable[tuple[float, int]] = ()) -> LiveStatus:
+                batches: tuple[Sequence[float], Sequence[int]] = ((), ())) -> LiveStatus:
         """One beat: ``completed`` samples, ``issued`` queries (Server), and the batches
-        finished since the last beat as (service seconds, samples)."""
+        finished since the last beat as (service seconds, samples) lists."""
         now = self.clock()
         if self._start is None:
             self._start = now
@@ -168,8 +185,7 @@ class LiveEstimator:
         if self.server:
             wait = self._queue_delay(rate)
             if wait is not None:
-                for service_s, samples in batches:
-                    self.histogram.add(service_s + wait, samples)
+                self.histogram.add_many(*batches, offset_s=wait)
             if self.histogram.total >= MIN_P99_SAMPLES:
                 p99 = self.histogram.quantile(0.99)
                 p99_ms = None if p99 is None else round(p99 * 1e3, 3)

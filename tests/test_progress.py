@@ -53,13 +53,14 @@ def drive(estimator: LiveEstimator, clock: FakeClock, beats: int, issue_per_s: f
     """``beats`` heartbeats of a SUT that is issued and completes at the given rates,
     each completed batch of ``batch`` samples taking ``service_s``."""
     issued, completed = start
-    status = estimator.observe(completed, issued, [])
+    status = estimator.observe(completed, issued)
     for _ in range(beats):
         clock.now += BEAT_S
         issued += round(issue_per_s * BEAT_S)
         done = round(complete_per_s * BEAT_S)
         completed += done
-        status = estimator.observe(completed, issued, [(service_s, batch)] * (done // batch))
+        batches = done // batch
+        status = estimator.observe(completed, issued, ([service_s] * batches, [batch] * batches))
     return status, (issued, completed)
 
 
@@ -81,6 +82,17 @@ def test_the_histogram_quantile_errs_high_by_at_most_a_bucket() -> None:
     assert p999 is not None and 0.100 <= p999 <= 0.100 * 1.1
     histogram.add(0.0, 1)  # below a microsecond: the first bucket, no math error
     assert histogram.total == 1001
+
+
+def test_adding_many_at_once_counts_as_adding_each() -> None:
+    seconds = [0.0, 3e-7, 1e-6, 0.00123, 0.0099, 0.0101, 0.5, 1e9]
+    weights = [1, 2, 3, 4, 5, 6, 7, 8]
+    one, many = LatencyHistogram(), LatencyHistogram()
+    for value, weight in zip(seconds, weights, strict=True):
+        one.add(value + 0.002, weight)
+    many.add_many(seconds, weights, offset_s=0.002)
+    many.add_many([], [])
+    assert many.counts == one.counts and many.total == one.total == 36
 
 
 def test_a_server_past_capacity_warns_of_its_backlog_and_its_p99() -> None:
@@ -135,13 +147,13 @@ def test_a_warning_stays_recorded_after_the_backlog_drains() -> None:
 def test_p99_needs_enough_samples_before_it_speaks() -> None:
     clock = FakeClock()
     estimator = server(clock)
-    status = estimator.observe(0, 0, [])
+    status = estimator.observe(0, 0)
     clock.now += BEAT_S
     status = estimator.observe(MIN_P99_SAMPLES - 1, MIN_P99_SAMPLES - 1,
-                               [(0.5, MIN_P99_SAMPLES - 1)])
+                               ([0.5], [MIN_P99_SAMPLES - 1]))
     assert status.p99_ms is None and estimator.warnings() == []
     clock.now += BEAT_S
-    status = estimator.observe(MIN_P99_SAMPLES, MIN_P99_SAMPLES, [(0.5, 1)])
+    status = estimator.observe(MIN_P99_SAMPLES, MIN_P99_SAMPLES, ([0.5], [1]))
     assert status.p99_ms is not None and [w["kind"] for w in estimator.warnings()] == ["p99"]
 
 
@@ -169,14 +181,18 @@ def test_the_tail_returns_each_batch_once_and_survives_a_lapped_ring() -> None:
     tail = BatchTail()
     a.add(4, 0.001, 0.002, 0.001)
     b.add(8, 0.0, 0.01, 0.0)
-    assert sorted(tail.new([a, b])) == [(pytest.approx(0.004), 4), (0.01, 8)]
-    assert tail.new([a, b]) == []
+    assert tail.new([a, b]) == ([pytest.approx(0.004), 0.01], [4, 8])
+    assert tail.new([a, b]) == ([], [])
     for n in range(1, RECENT * 2 + 1):
         a.add(1 + n % 8, 0.0, n * 1e-6, 0.0)
-    latest = tail.new([a, b])
-    assert len(latest) == RECENT - BatchTail.SLACK  # the newest ones stand for the lapped
-    assert latest[-1] == (pytest.approx(RECENT * 2 * 1e-6), 1 + (RECENT * 2) % 8)
+    durations, sizes = tail.new([a, b])
+    # the newest stand for the lapped ones, in order across the ring's wrap
+    expected = range(RECENT * 2 - (RECENT - BatchTail.SLACK) + 1, RECENT * 2 + 1)
+    assert durations == [pytest.approx(n * 1e-6) for n in expected]
+    assert sizes == [1 + n % 8 for n in expected]
     assert sum(a.sizes) == RECENT * 2 + 1  # the totals for status.json are all there
+    a.add(3, 0.0, 0.5, 0.0)  # the next call starts where this one ended
+    assert tail.new([a]) == ([0.5], [3])
 
 
 # -- the runner's relay and the progress line ---------------------------------------------
