@@ -10,9 +10,9 @@
   ``batching = "static"``: a batch runs to its end before the next is admitted). Each probe
   is a real LoadGen run of 460 queries (early stopping's minimum), rates tried in order.
 * **By CPU time** (the figures a busy shared machine distorts least): tokens per CPU second,
-  ours (the child's CPU, the difference of two runs) over the best static batch's raw loop.
-* **Harness share of CPU per token**: the child's CPU per generated token (the difference of
-  two Offline runs of different sizes, so start-up and model load cancel) against the raw
+  ours (the child's CPU over its measured phase, every thread: the SUT's ``cpu_s`` record)
+  over the best static batch's raw loop.
+* **Harness share of CPU per token**: the child's CPU per generated token against the raw
   continuous loop's CPU per token; share = 1 - raw / ours.
 
     python bench/bench_llm.py [--samples 256] [--rates 8,16,24,32,40] [--out results/llm.json]
@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -49,11 +48,6 @@ from suite.results import RunResult, Status  # noqa: E402
 
 MAX_BATCH = 64    # Offline live sequences (scenarios/offline.toml [benchmarks.tinylm])
 SERVER_BATCH = 32  # Server live sequences (scenarios/server.toml [benchmarks.tinylm])
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def raw_static(prompts: list[list[int]], batches: list[int],
@@ -99,8 +93,10 @@ def _run(scenario: str, runs: Path, sets: list[str], benchmark: str = "tinylm",
 
 
 def ours_offline(runs: Path, samples: int) -> tuple[float, float, float]:
-    """(LoadGen tokens/s, child CPU seconds, tokens generated) of an Offline run."""
-    cpu = _children_cpu()
+    """(LoadGen tokens/s, child CPU seconds, tokens generated) of an Offline run; the CPU
+    seconds are the child's own record (``status.json`` batches ``cpu_s``: every thread of
+    the process from LoadGen's first query to the end), so start-up and model load are out.
+    """
     result = _run("offline", runs, [f"loadgen.min_query_count={samples}",
                                     "loadgen.expected_qps=1.0",
                                     f"sut.max_batch_size={MAX_BATCH}"])
@@ -108,8 +104,9 @@ def ours_offline(runs: Path, samples: int) -> tuple[float, float, float]:
     if result.status is not Status.VALID or test.performance is None:
         raise SystemExit(f"Offline run {result.run_dir} is {result.status}: {test.message}")
     status = json.loads((Path(test.directory) / "status.json").read_text())
-    return (test.performance.tokens["tokens_per_second"], _children_cpu() - cpu,
-            float(status["batches"]["tokens"]))
+    batches = status["batches"]
+    return (test.performance.tokens["tokens_per_second"], float(batches["cpu_s"]),
+            float(batches["tokens"]))
 
 
 def server_ladder(runs: Path, rates: list[float], batching: str,
@@ -212,12 +209,9 @@ def offline_and_cpu(report: dict[str, Any], runs: Path, prompts: list[list[int]]
         "raw_continuous_tokens_per_s": round(statistics.median(raw_cb), 1),
         "ratio_raw_continuous_over_best_raw_static": round(statistics.median(
             c / s for c, s in zip(raw_cb, statics[best], strict=True)), 3)}
-    # The harness's CPU per token: the difference of two Offline runs of different sizes
-    # cancels start-up and model load, but on a shared machine the CPU time per token
-    # itself moves by tens of percent: read the share with that noise.
-    small = ours_offline(runs, max(len(prompts) // 2, 1))
-    _, cpu, tokens = ours[-1]
-    ours_cpu_per_token = (cpu - small[1]) / (tokens - small[2])
+    # CPU per token, ours over the measured phase of each run (the child's record); on a
+    # shared machine cache and memory-bandwidth contention still move it by some percent.
+    ours_cpu_per_token = statistics.median(cpu / tokens for _, cpu, tokens in ours)
     raw_cpu_per_token = raw_continuous(prompts)[1]
     report["harness_cpu"] = {
         "ours_cpu_ms_per_token": round(1e3 * ours_cpu_per_token, 4),

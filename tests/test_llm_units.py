@@ -135,6 +135,18 @@ def test_offline_sut_sends_no_first_token_and_stops_at_max_new_tokens() -> None:
     assert recorder.calls == [("done", 7, [10, 11, 12, 13, 14, 15])]
 
 
+def test_the_batch_profile_records_the_cpu_from_the_first_query_to_stop() -> None:
+    sut, _ = _sut(first=False)
+    assert "cpu_s" not in sut.batch_profile()  # no query yet: no measured phase
+    sut.issue([7], [3])
+    while sut.batcher.live or sut.batcher.waiting:
+        sut.batcher.step()
+    sut.stop()
+    profile = sut.batch_profile()
+    assert profile["tokens"] == 6
+    assert profile["cpu_s"] >= 0 and profile["wall_s"] > 0
+
+
 def test_drain_answers_waiting_and_live_samples_once() -> None:
     sut, recorder = _sut(first=True)
     drained: list[bool] = []

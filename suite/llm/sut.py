@@ -11,6 +11,7 @@ process (``issue``/``flush``/``load``/``unload``, ``warmup``/``start``/``stop``/
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +41,11 @@ class LLMSystemUnderTest:
         self.issue_calls = 0
         self.derived: dict[str, float] = {}
         self.tokens_out = 0
+        #: The process's CPU seconds (every thread: LoadGen's, the batcher, the SUT's) and
+        #: the wall seconds from LoadGen's first query to ``stop``: the run's own cost per
+        #: token, without start-up and model load (bench_llm's CPU figures read it).
+        self._cpu_start: tuple[float, float] | None = None
+        self._cpu_spent: tuple[float, float] | None = None
         self._lock = threading.Lock()  # LoadGen calls and drain never interleave
         self.batcher = ContinuousBatcher(
             backend, config, self._first_token if report_first_token else None,
@@ -48,6 +54,8 @@ class LLMSystemUnderTest:
     # -- LoadGen's callbacks -----------------------------------------------------------
     def issue(self, ids: list[int], indices: list[int]) -> None:
         self.issue_calls += 1
+        if self._cpu_start is None:
+            self._cpu_start = (time.process_time(), time.perf_counter())
         if self.draining.is_set():
             self.completer.complete_empty(ids)
             return
@@ -100,6 +108,9 @@ class LLMSystemUnderTest:
 
     def stop(self) -> None:
         self.batcher.stop()
+        if self._cpu_start is not None and self._cpu_spent is None:
+            cpu, wall = self._cpu_start
+            self._cpu_spent = (time.process_time() - cpu, time.perf_counter() - wall)
 
     def drain(self) -> None:
         """Answer every outstanding sample now (no tokens) and every later one at once."""
@@ -121,4 +132,6 @@ class LLMSystemUnderTest:
         return {"kind": "static" if self.batcher.static else "continuous",
                 "decode_steps": len(sizes),
                 "mean_live": round(sum(sizes) / len(sizes), 3) if sizes else 0.0,
-                "max_live": max(sizes, default=0), "tokens": self.tokens_out}
+                "max_live": max(sizes, default=0), "tokens": self.tokens_out,
+                **({"cpu_s": round(self._cpu_spent[0], 4), "wall_s": round(self._cpu_spent[1], 4)}
+                   if self._cpu_spent else {})}
