@@ -49,7 +49,7 @@ from .output_contract import OutputContract
 from .paths import find_paths
 from .postprocess import make_postprocess
 from .process_workers import WorkerSpec
-from .progress import LiveEstimator
+from .progress import LiveEstimator, LiveStatus
 from .scenarios import Scenario
 from .settings import LoadGenSettings
 from .sut import SystemUnderTest
@@ -164,13 +164,14 @@ def _heartbeat(out: TextIO, state: _State, every: float, done: threading.Event) 
         draining = sut is not None and sut.draining.is_set()
         live: dict[str, Any] = {}
         if state.running and state.live is not None and sut is not None:
-            # Issued before completed: a backlog read the other way round could count
-            # samples completed after the issue count was taken. ``issue_calls`` counts
-            # queries: with LoadGen's coalescing (an overloaded Server) it undercounts the
-            # samples, so a SUT's ``issued_samples`` counter is preferred where it has one.
-            issued: int = getattr(sut, "issued_samples", sut.issue_calls)
-            live = {"live": state.live.observe(sut.completer.completed, issued,
-                                               tail.new(_worker_stats(sut))).to_json()}
+            try:
+                live = {"live": _observe(state.live, sut, tail).to_json()}
+            except Exception as exc:
+                # The estimate must never silence the heartbeat (the parent kills a silent
+                # child): it stops, says why, and the warnings so far stay recorded.
+                traceback.print_exc()
+                state.live = None
+                live = {"live_error": f"the live estimate stopped: {exc!r}"}
         try:
             out.write(json.dumps({
                 "stage": "draining" if draining and state.running else state.stage,
@@ -189,6 +190,15 @@ def _heartbeat(out: TextIO, state: _State, every: float, done: threading.Event) 
             return  # the parent went away; the control pipe's EOF stops the test
         if finished:
             return
+
+
+def _observe(estimator: LiveEstimator, sut: SystemUnderTest, tail: BatchTail) -> LiveStatus:
+    # Issued before completed: a backlog read the other way round could count samples
+    # completed after the issue count was taken. ``issue_calls`` counts queries: with
+    # LoadGen's coalescing (an overloaded Server) it undercounts the samples, so a SUT's
+    # ``issued_samples`` counter is preferred where it has one.
+    issued: int = getattr(sut, "issued_samples", sut.issue_calls)
+    return estimator.observe(sut.completer.completed, issued, tail.new(_worker_stats(sut)))
 
 
 def _worker_stats(sut: SystemUnderTest) -> list[BatchStats]:

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from rich.console import Console
 from rich.progress import Progress
 
-from suite import runner
+from suite import child, runner
 from suite.batch_stats import RECENT, BatchStats, BatchTail
 from suite.cli import _Progress
 from suite.progress import (
@@ -195,7 +197,47 @@ def test_the_tail_returns_each_batch_once_and_survives_a_lapped_ring() -> None:
     assert tail.new([a]) == ([0.5], [3])
 
 
-# -- the runner's relay and the progress line ---------------------------------------------
+# -- the child's heartbeat, the runner's relay and the progress line -----------------------
+
+
+def beats_of(sut: Any, estimator: LiveEstimator, beats: int) -> tuple[child._State, list[Any]]:
+    """``beats`` heartbeats of a running test, as the parent would read them."""
+    state = child._State()
+    state.sut, state.running, state.live = sut, True, estimator
+    lines: list[Any] = []
+    done = threading.Event()
+
+    def write(line: str) -> None:
+        lines.append(json.loads(line))
+        if len(lines) == beats - 1:
+            done.set()  # the heartbeat sends one last beat and returns
+
+    out = SimpleNamespace(write=write, flush=lambda: None)
+    child._heartbeat(out, state, 0.0, done)  # type: ignore[arg-type]
+    assert len(lines) == beats
+    return state, lines
+
+
+def fake_sut(completed: int, issued: Any) -> Any:
+    """The counters the heartbeat reads, and one worker's batch ring."""
+    stats = BatchStats(8)
+    stats.add(2, 0.0, 0.001, 0.0)
+    return SimpleNamespace(completer=SimpleNamespace(completed=completed), issue_calls=issued,
+                           draining=threading.Event(), failures=[], _stats=[stats])
+
+
+def test_the_heartbeat_carries_the_live_figures() -> None:
+    estimator = LiveEstimator("server", bound_ms=10.0, target_qps=100.0)
+    _, lines = beats_of(fake_sut(2, 2), estimator, 2)
+    status = LiveStatus.from_json(lines[-1]["live"])
+    assert status is not None and status.completed == 2 and status.backlog == 0
+    assert estimator.histogram.total == 2  # the worker's batch, read once
+
+
+def test_a_broken_estimate_stops_but_never_silences_the_heartbeat() -> None:
+    state, lines = beats_of(fake_sut(5, "not a count"), LiveEstimator("server"), 2)
+    assert "live_error" in lines[0] and "live" not in lines[0]
+    assert state.live is None and lines[1]["completed"] == 5  # still beating
 
 
 class Sink:
