@@ -18,7 +18,7 @@ processes on every run (~0.2 s that no user pays). ``--compare REV`` measures th
 a git revision too, interleaved run by run with this one (the machine is shared: the
 ratio is the figure to trust).
 
-    python bench/bench_fixed_cost.py [--repeats 5] [--compare HEAD~3]
+    python bench/bench_fixed_cost.py [--repeats 5] [--this HEAD] [--compare HEAD~3]
 """
 
 from __future__ import annotations
@@ -93,10 +93,12 @@ def _compile(tree: Path) -> None:
     compileall.compile_dir(str(tree / "suite"), quiet=1)
 
 
-def measure(tmp: Path, repeats: int = 3, compare: Path | None = None) -> dict[str, Any]:
-    """The fixed cost of a quick null-backend digits Offline run (median of ``repeats``);
-    with ``compare`` (another checkout), both trees measured alternately, and the ratio."""
-    trees = {"this": REPO} if compare is None else {"this": REPO, "compare": compare}
+def measure(tmp: Path, repeats: int = 3, compare: Path | None = None,
+            this: Path = REPO) -> dict[str, Any]:
+    """The fixed cost of a quick null-backend digits Offline run (median of ``repeats``)
+    in the tree ``this``; with ``compare`` (another tree), both measured alternately, and
+    the ratio."""
+    trees = {"this": this} if compare is None else {"this": this, "compare": compare}
     tmp.mkdir(parents=True, exist_ok=True)
     for name, tree in trees.items():
         _compile(tree)
@@ -139,12 +141,16 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5, help="runs per tree (median)")
     parser.add_argument("--compare", metavar="REV",
                         help="also measure the tree at this git revision, interleaved")
+    parser.add_argument("--this", metavar="REV",
+                        help="measure the tree at this revision (default: the working tree)")
     args = parser.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # see the module docstring
     with tempfile.TemporaryDirectory(prefix="bench-fixed-") as directory:
         tmp = Path(directory)
         compare = _export(args.compare, tmp / "compare-tree") if args.compare else None
-        report = measure(tmp / "work", args.repeats, compare)
+        this = _export(args.this, tmp / "this-tree") if args.this else REPO
+        report = measure(tmp / "work", args.repeats, compare, this)
+    report["revision"] = args.this or "working tree"
     if args.compare:
         report["compare"]["revision"] = args.compare
     print(json.dumps(report, indent=2))
