@@ -78,7 +78,9 @@ def raw_continuous(prompts: list[list[int]]) -> tuple[float, float]:
         nonlocal tokens
         tokens += sum(len(r.tokens) for r in requests)
 
-    batcher = ContinuousBatcher(backend, GenerationConfig.from_card(card), None, done)
+    config = GenerationConfig.from_card(card)
+    static_generate(backend, config, prompts[:MAX_BATCH], MAX_BATCH)  # warm-up, as raw_static
+    batcher = ContinuousBatcher(backend, config, None, done)
     batcher.submit([Request(i, p) for i, p in enumerate(prompts)])
     cpu, start = time.process_time(), time.perf_counter()
     while batcher.live or batcher.waiting:
