@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -83,6 +84,9 @@ class _Status:
         self._lock = threading.Lock()
         self._written = False
         self.backend: dict[str, Any] = {}
+        #: What the backend counted during the run (the remote backend's requests per
+        #: endpoint and client process), read when the status is written.
+        self.backend_run: Callable[[], dict[str, Any]] | None = None
         #: The live estimate's warnings go into the record (set when LoadGen starts).
         self.live: LiveEstimator | None = None
 
@@ -91,10 +95,13 @@ class _Status:
             if self._written:
                 return False
             self._written = True
+            backend = self.backend
+            if self.backend_run is not None and (counted := self.backend_run()):
+                backend = {**backend, "run": counted}
             record = {
                 "status": status,
                 "exit_code": code,
-                "backend": self.backend,
+                "backend": backend,
                 "failures": sut.failures.failures if sut else [],
                 "failed_samples": sut.failures.failed_samples if sut else 0,
                 "samples_completed": sut.completer.completed if sut else 0,
@@ -194,9 +201,9 @@ def _heartbeat(out: TextIO, state: _State, every: float, done: threading.Event) 
 
 def _observe(estimator: LiveEstimator, sut: SystemUnderTest, tail: BatchTail) -> LiveStatus:
     # Issued before completed: a backlog read the other way round could count samples
-    # completed after the issue count was taken. ``issue_calls`` counts queries: with
-    # LoadGen's coalescing (an overloaded Server) it undercounts the samples, so a SUT's
-    # ``issued_samples`` counter is preferred where it has one.
+    # completed after the issue count was taken. Samples, not ``issue_calls``: with
+    # LoadGen's coalescing (an overloaded Server) one call carries many samples. The LLM
+    # SUT counts calls only.
     issued: int = getattr(sut, "issued_samples", sut.issue_calls)
     return estimator.observe(sut.completer.completed, issued, tail.new(_worker_stats(sut)))
 
@@ -204,9 +211,8 @@ def _observe(estimator: LiveEstimator, sut: SystemUnderTest, tail: BatchTail) ->
 def _worker_stats(sut: SystemUnderTest) -> list[BatchStats]:
     """The worker threads' batch records; none for worker processes (their phases stay
     in the workers) or the LLM SUT, whose estimate then has rates and backlog only."""
-    # The SUT's own list, read and never written here (a public accessor on
-    # SystemUnderTest would be the tidier seam).
-    return list(getattr(sut, "_stats", ()))
+    stats: list[BatchStats] = getattr(sut, "worker_stats", [])
+    return stats
 
 
 def _stop(state: _State, status: _Status, reason: str) -> None:
@@ -271,6 +277,7 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
         else:
             card, backend, info = load_model(spec.home, config)
             status.backend = asdict(info)
+            status.backend_run = getattr(backend, "run_record", None)
             state.enter("opening dataset")
             # The parent built the preprocessing cache; here it is only opened.
             dataset = datasets.create(card, config.data)

@@ -118,6 +118,8 @@ class SystemUnderTest:
         self.derived: dict[str, float] = {}
         #: ``issue_queries`` calls: fewer than samples when LoadGen coalesced queries.
         self.issue_calls = 0
+        #: Samples issued (the live progress's backlog; only the issue thread writes it).
+        self.issued_samples = 0
         #: The wait each Server batch used (bounded: for tests and diagnosis).
         self.waits: collections.deque[float] = collections.deque(maxlen=1000)
         #: Server batches begun by the worker threads; the watchdog only looks whether it
@@ -214,6 +216,7 @@ class SystemUnderTest:
 
         def issue(ids: list[int], indices: list[int]) -> None:
             self.issue_calls += 1
+            self.issued_samples += len(ids)
             try:
                 pool_issue(ids, indices)
             except Exception as exc:  # a bug here must not leave LoadGen waiting
@@ -246,6 +249,7 @@ class SystemUnderTest:
         """Server and Offline; for INLINE dispatch ``__init__`` replaces it with
         ``_inline_issue``'s closure."""
         self.issue_calls += 1  # only LoadGen's issue thread writes it
+        self.issued_samples += len(ids)
         try:
             if self.dispatch is Dispatch.DYNAMIC:
                 # Not registered here but by the worker, once per batch: at high rates
@@ -281,6 +285,7 @@ class SystemUnderTest:
 
         def issue(ids: list[int], indices: list[int]) -> None:
             self.issue_calls += 1
+            self.issued_samples += len(ids)
             try:
                 token = add(ids)
             except Exception as exc:  # a bug here must not leave LoadGen waiting
@@ -402,6 +407,12 @@ class SystemUnderTest:
                 "harness_error", f"worker thread {threading.current_thread().name} stopped: "
                 f"{exc!r}", 0, traceback.format_exc())
             self.drain()
+
+    @property
+    def worker_stats(self) -> list[BatchStats]:
+        """The worker threads' batch records (read by the live progress; none for
+        worker processes, whose phases stay in the workers)."""
+        return list(self._stats)
 
     def _new_stats(self) -> BatchStats:
         stats = BatchStats(self.config.max_batch_size)

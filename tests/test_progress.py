@@ -223,7 +223,7 @@ def fake_sut(completed: int, issued: Any) -> Any:
     stats = BatchStats(8)
     stats.add(2, 0.0, 0.001, 0.0)
     return SimpleNamespace(completer=SimpleNamespace(completed=completed), issue_calls=issued,
-                           draining=threading.Event(), failures=[], _stats=[stats])
+                           draining=threading.Event(), failures=[], worker_stats=[stats])
 
 
 def test_the_heartbeat_carries_the_live_figures() -> None:
