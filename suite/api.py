@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import child_start
 from .api_commands import (
     SystemDescription,
     TuneOptions,
@@ -56,6 +57,7 @@ from .api_commands import (
     verify,
     write_serving_files,
 )
+from .child_start import ChildStart
 from .config import ConfigRequest, RunConfig
 from .errors import ConfigError, RunFailed, SuiteError
 from .models import ModelCard, ModelIdentity, check_model, load_card
@@ -119,14 +121,28 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     ``on_progress(test_name)`` may return a callback for that test's progress, and
     ``on_stage(test_name)`` one for its child's setup stages ("loading model", ...).
     """
-    from . import datasets
     from .llm.card import is_llm_benchmark
 
-    paths = paths or find_paths()
-    if is_llm_benchmark(paths, request.benchmark):  # text-generation cards: suite.llm
-        from .llm.run import run as run_llm
+    # The first test's child, started at process start or now: its imports overlap ours.
+    started = child_start.take()
+    try:
+        paths = paths or find_paths()
+        if is_llm_benchmark(paths, request.benchmark):  # text-generation cards: suite.llm
+            from .llm.run import run as run_llm
 
-        return run_llm(request, paths, on_progress)
+            started.discard()
+            return run_llm(request, paths, on_progress)
+        return _prepare_and_run(request, paths, started, on_progress, on_lint, on_stage)
+    finally:
+        started.discard()
+
+
+def _prepare_and_run(request: ConfigRequest, paths: Paths, started: ChildStart,
+                     on_progress: Callable[[str], ProgressCallback | None] | None,
+                     on_lint: Callable[[LintReport], None] | None,
+                     on_stage: Callable[[str], StageCallback | None] | None) -> RunResult:
+    from . import datasets
+
     config, rules, card, model, paths = prepare(request, paths, on_lint=on_lint)
     check: ComplianceTest | None = None
     reference: RunResult | None = None
@@ -157,7 +173,7 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     status_file = run_dir / "STATUS"
     try:
         return _run_in(run_dir, config, rules, card, model, paths, dataset, check,
-                       reference, attempts, reasons, on_progress, on_stage)
+                       reference, attempts, reasons, on_progress, on_stage, started)
     except KeyboardInterrupt as exc:
         _mark(status_file, f"INTERRUPTED (exit code 130) at {_now()}, before result.json was "
               "written; the logs written so far are kept\n")
@@ -192,7 +208,8 @@ def _run_in(run_dir: Path, config: RunConfig, rules: RuleSet, card: ModelCard,
             check: ComplianceTest | None, reference: RunResult | None, attempts: list[str],
             reasons: list[str],
             on_progress: Callable[[str], ProgressCallback | None] | None,
-            on_stage: Callable[[str], StageCallback | None] | None) -> RunResult:
+            on_stage: Callable[[str], StageCallback | None] | None,
+            started: ChildStart) -> RunResult:
     from .system import collect
 
     status_file = run_dir / "STATUS"
@@ -216,10 +233,12 @@ def _run_in(run_dir: Path, config: RunConfig, rules: RuleSet, card: ModelCard,
             # arrive here as KeyboardInterrupt, see ``signals``).
             with compliance_run.audit_config(check, bench.loadgen_model, test_dir) as audit:
                 test = run_in_child(config, rules, mode, test_dir, paths.home, callback, audit,
-                                    dataset_size=dataset.total_count, on_stage=stage)
+                                    dataset_size=dataset.total_count, on_stage=stage,
+                                    started=started)
         else:
             test = run_in_child(config, rules, mode, test_dir, paths.home, callback,
-                                dataset_size=dataset.total_count, on_stage=stage)
+                                dataset_size=dataset.total_count, on_stage=stage,
+                                started=started)
         if mode is Mode.ACCURACY and test.status is Status.VALID:
             test = _score(test, card, dataset.labels, bench.accuracy_target)
         tests.append(test)

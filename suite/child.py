@@ -363,10 +363,34 @@ def _hard_exit_after_drain(state: _State, drained: threading.Event, status: _Sta
         os._exit(code)
 
 
+#: ``python -m suite.child --await-spec PROGRESS_FD``: started before its test directory
+#: exists (``runner.ChildStart``), so the imports above overlap the parent's pre-flight.
+AWAIT_SPEC = "--await-spec"
+
+
+def _adopt_test_dir(test_dir: Path) -> None:
+    """Run in the test directory, writing to its harness.log, as a child started there."""
+    os.chdir(test_dir)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    log = os.open(test_dir / "harness.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    spec = ChildSpec.model_validate_json(Path(args[0]).read_text(encoding="utf-8"))
-    with os.fdopen(int(args[1]), "w", buffering=1) as progress:
+    if args[0] == AWAIT_SPEC:
+        line = sys.stdin.readline().strip()  # the spec's path, once the parent wrote it
+        if not line:
+            return EXIT_COMPLETED  # EOF: the parent ran no test (bad input, or it exited)
+        spec_path, fd = Path(line), args[1]
+        _adopt_test_dir(spec_path.parent)
+    else:
+        spec_path, fd = Path(args[0]), args[1]
+    spec = ChildSpec.model_validate_json(spec_path.read_text(encoding="utf-8"))
+    with os.fdopen(int(fd), "w", buffering=1) as progress:
         return run_child(spec, progress)
 
 

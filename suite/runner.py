@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .child_start import ChildStart, child_pythonpath
 from .config import RunConfig
 from .errors import ConfigError, SuiteError
 from .logs import DETAIL_LOG, parse_detail_log
@@ -130,6 +131,7 @@ def run_in_child(
     audit_config: Path | None = None,
     dataset_size: int | None = None,
     on_stage: StageCallback | None = None,
+    started: ChildStart | None = None,
 ) -> TestResult:
     """Run one LoadGen test in a fresh child process and collect its result.
 
@@ -152,15 +154,24 @@ def run_in_child(
     spec_path = test_dir / "child_spec.json"
     spec_path.write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
 
-    read_fd, write_fd = os.pipe()
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=_child_pythonpath())
     with (test_dir / "harness.log").open("w", encoding="utf-8") as log:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "suite.child", str(spec_path), str(write_fd)],
-            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=test_dir,
-            pass_fds=(write_fd,), start_new_session=True, env=env, text=True,
-        )
-        os.close(write_fd)
+        if started is not None and not started.used:
+            started.used = True
+            child, read_fd = started.process, started.read_fd
+            with contextlib.suppress(BrokenPipeError, OSError):  # dead: collected below
+                assert child.stdin is not None
+                child.stdin.write(f"{spec_path}\n")
+                child.stdin.flush()
+        else:
+            started = None
+            read_fd, write_fd = os.pipe()
+            env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=_child_pythonpath())
+            child = subprocess.Popen(
+                [sys.executable, "-m", "suite.child", str(spec_path), str(write_fd)],
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=test_dir,
+                pass_fds=(write_fd,), start_new_session=True, env=env, text=True,
+            )
+            os.close(write_fd)
         watch = _Watch(last_beat=time.monotonic())
         with os.fdopen(read_fd, encoding="utf-8") as pipe:
             relay = threading.Thread(
@@ -171,6 +182,12 @@ def run_in_child(
             relay.start()
             interrupted, killed = _wait(child, config, watch)
             relay.join(timeout=2.0)
+    if started is not None:  # what it wrote before it had a test directory (an import error)
+        started.early_log.seek(0)
+        if early := started.early_log.read():
+            with (test_dir / "harness.log").open("a", encoding="utf-8") as log:
+                log.write(early)
+        started.early_log.close()
     return collect_test(config, mode, test_dir, child.returncode, bool(interrupted),
                         killed or _status_error(watch), interrupted)
 
@@ -180,12 +197,7 @@ def _status_error(watch: _Watch) -> str:
         if watch.status_error else ""
 
 
-def _child_pythonpath() -> str:
-    """The parent's import roots, made absolute: the child runs in its test directory."""
-    package_root = str(Path(__file__).resolve().parent.parent)
-    entries = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-               if p]
-    return os.pathsep.join(dict.fromkeys([package_root, *entries]))
+_child_pythonpath = child_pythonpath
 
 
 def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch) -> tuple[str, str]:

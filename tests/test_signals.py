@@ -5,6 +5,7 @@ real child processes, real LoadGen."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -27,15 +28,18 @@ LONG_RUN = ["--set", "loadgen.min_duration_ms=120000", "--set", "sut.drain_grace
 
 
 def _children(runs_dir: Path) -> set[int]:
-    """Live ``suite.child`` processes whose spec lies under ``runs_dir``."""
+    """Live ``suite.child`` processes whose spec lies under ``runs_dir``: named on the
+    command line, or (a child started before its test, ``--await-spec``) its cwd."""
     pids = set()
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             args = cmdline.read_bytes().split(b"\0")
             state = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cwd = os.readlink(cmdline.parent / "cwd")
         except OSError:
             continue  # it exited while we looked
-        if b"suite.child" in args and any(str(runs_dir).encode() in a for a in args) \
+        where = [*args, cwd.encode()]
+        if b"suite.child" in args and any(str(runs_dir).encode() in a for a in where) \
                 and state != "Z":
             pids.add(int(cmdline.parent.name))
     return pids
