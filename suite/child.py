@@ -43,7 +43,6 @@ from .backends import BackendBase, BackendInfo
 from .batch_stats import BatchStats, BatchTail
 from .config import RunConfig
 from .llm.card import is_llm_benchmark
-from .llm.child import build_llm_sut
 from .loadgen import Completer, run_test
 from .models import ModelCard, load_card
 from .output_contract import OutputContract
@@ -271,7 +270,10 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
         state.enter("loading model")
         llm = is_llm_benchmark(find_paths(spec.home), config.benchmark)
         if llm:
-            # A text-generation card: suite.llm builds the token-latency SUT (same surface).
+            # A text-generation card: suite.llm builds the token-latency SUT (same surface);
+            # imported here, so an image benchmark's child never loads it.
+            from .llm.child import build_llm_sut
+
             llm_sut, status.backend = build_llm_sut(spec.home, config, drained.set)
             sut = state.sut = cast(SystemUnderTest, llm_sut)
         else:
