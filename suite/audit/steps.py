@@ -9,7 +9,6 @@ Interactive: completed tokens/s) and reports the replay's TTFT/TPOT p99.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import random
@@ -223,55 +222,18 @@ def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, An
     report.add(3, f"accuracy of {result}", not problems, evidence, f"{value:.3f}%")
 
 
-#: accuracy.txt's LLM keys (``suite.llm.accuracy``) by the checker's metric names.
-_LLM_KEYS = {"ROUGE1": "rouge1", "ROUGE2": "rouge2", "ROUGEL": "rougeL",
-             "TOKENS_PER_SAMPLE": "tokens_per_sample"}
-
-
 def _llm_accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
                   info: dict[str, Any]) -> None:
-    """ROUGE and tokens per sample, recomputed from the full accuracy log against the
-    card's own dataset, must equal accuracy.txt's and the signed claim's."""
-    from ..llm.accuracy import decode_outputs, score
-    from ..llm.card import card_name, load_llm_card
-    from ..llm.dataset import LLMDataset
-    from ..rules import load_rules
+    """ROUGE and tokens per sample, recomputed from the full accuracy log (``suite.llm.audit``)."""
+    from ..llm.audit import recompute_accuracy
 
     result = claim["result"]
     try:
-        log = tree / "evidence" / result / "mlperf_log_accuracy.json"
-        lines = [line.strip() for line in (tree / result / "accuracy" / "accuracy.txt")
-                 .read_text().splitlines() if line.strip()]
-        stated = ast.literal_eval(next(line for line in lines if line.startswith("{")))
-        stated_hash = next(m.group(1) for line in lines if (m := _HASH.match(line)))
-        if not isinstance(stated, dict):
-            raise ValueError("accuracy.txt holds no metrics dict")
-        benchmark = str(info["benchmark"])
-        metric = load_rules(paths, str(info["round"])).benchmark(benchmark).accuracy_metric
-        card = load_llm_card(paths, card_name(benchmark))
-        dataset = LLMDataset(card)  # the card's dataset, never the bundle's
-        outputs = decode_outputs(log, dataset.total_count)
-        texts = [dataset.tokenizer.decode(o) for o in outputs]
-        scores, per_sample, _ = score(outputs, texts, dataset.references, card, 0.0)
+        passed, evidence, found = recompute_accuracy(tree, paths, result, info, claim)
     except (OSError, StopIteration, KeyError, ValueError, SyntaxError, SuiteError) as exc:
         report.add(3, f"accuracy of {result}", False, [f"cannot recompute: {exc}"], result)
         return
-    recomputed = {**scores, "tokens_per_sample": per_sample}
-    problems = []
-    actual_hash = hashlib.sha256(log.read_bytes()).hexdigest()
-    if actual_hash != stated_hash:
-        problems.append(f"accuracy log sha256 {actual_hash} != accuracy.txt hash {stated_hash}")
-    for key, value in recomputed.items():
-        if key not in stated or abs(float(stated[key]) - value) > 0.00005:
-            problems.append(f"recomputed {key} {value} != accuracy.txt {stated.get(key)}")
-    value = recomputed[_LLM_KEYS.get(metric.upper(), "rougeL")]
-    claimed = claim.get("accuracy")
-    if claimed is None or abs(value - float(claimed)) > 0.00005:
-        problems.append(f"recomputed {metric} {value} != signed claim {claimed}")
-    evidence = [f"recomputed from the full log ({len(outputs)} samples): "
-                + ", ".join(f"{k} {v}" for k, v in recomputed.items()),
-                f"accuracy.txt says {stated}, the signed claim {metric} {claimed}", *problems]
-    report.add(3, f"accuracy of {result}", not problems, evidence, f"{metric} {value}")
+    report.add(3, f"accuracy of {result}", passed, evidence, found)
 
 
 def _choose(results: list[dict[str, Any]], rerun: str | None, seed: str) -> list[dict[str, Any]]:

@@ -10,7 +10,8 @@ Modules, in pipeline order:
 * ``sut``: the LoadGen-facing SUT (``FirstTokenComplete``, ``n_tokens``); ``child``: how the
   child process builds it; ``conf``: ``use_token_latencies`` and the TTFT/TPOT bounds;
 * ``accuracy``: ROUGE and tokens per sample from the accuracy log; ``test06``: compliance;
-* ``run``: one LLM run end to end through the child process and LoadGen.
+* ``run``: one LLM run end to end through the child process and LoadGen;
+* ``audit``: ``suite audit``'s recomputation of ROUGE from a bundle's full accuracy log.
 
 Nothing here imports torch or LoadGen at import time.
 """

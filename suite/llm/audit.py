@@ -1,0 +1,63 @@
+"""The audit's LLM accuracy check: ROUGE and tokens per sample recomputed from a bundle's
+full accuracy log against the card's own dataset (``suite audit`` step 3 calls it)."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from ..paths import Paths
+
+_HASH = re.compile(r"^hash=([0-9a-f]{64})$")
+
+#: accuracy.txt's LLM keys (``suite.llm.accuracy``) by the checker's metric names.
+KEYS = {"ROUGE1": "rouge1", "ROUGE2": "rouge2", "ROUGEL": "rougeL",
+        "TOKENS_PER_SAMPLE": "tokens_per_sample"}
+
+
+def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, Any],
+                       claim: dict[str, Any]) -> tuple[bool, list[str], str]:
+    """(passed, evidence, found): every recomputed score must equal accuracy.txt's, the
+    log's sha256 its ``hash=`` line, and the round's metric the signed claim.
+
+    Raises ``OSError``, ``StopIteration``, ``KeyError``, ``ValueError``, ``SyntaxError`` or a
+    ``SuiteError`` when the bundle gives nothing to recompute from.
+    """
+    from ..rules import load_rules
+    from .accuracy import decode_outputs, score
+    from .card import card_name, load_llm_card
+    from .dataset import LLMDataset
+
+    log = tree / "evidence" / result / "mlperf_log_accuracy.json"
+    lines = [line.strip() for line in (tree / result / "accuracy" / "accuracy.txt")
+             .read_text().splitlines() if line.strip()]
+    stated = ast.literal_eval(next(line for line in lines if line.startswith("{")))
+    stated_hash = next(m.group(1) for line in lines if (m := _HASH.match(line)))
+    if not isinstance(stated, dict):
+        raise ValueError("accuracy.txt holds no metrics dict")
+    benchmark = str(info["benchmark"])
+    metric = load_rules(paths, str(info["round"])).benchmark(benchmark).accuracy_metric
+    card = load_llm_card(paths, card_name(benchmark))
+    dataset = LLMDataset(card)  # the card's dataset, never the bundle's
+    outputs = decode_outputs(log, dataset.total_count)
+    texts = [dataset.tokenizer.decode(o) for o in outputs]
+    scores, per_sample, _ = score(outputs, texts, dataset.references, card, 0.0)
+    recomputed = {**scores, "tokens_per_sample": per_sample}
+    problems = []
+    actual_hash = hashlib.sha256(log.read_bytes()).hexdigest()
+    if actual_hash != stated_hash:
+        problems.append(f"accuracy log sha256 {actual_hash} != accuracy.txt hash {stated_hash}")
+    for key, value in recomputed.items():
+        if key not in stated or abs(float(stated[key]) - value) > 0.00005:
+            problems.append(f"recomputed {key} {value} != accuracy.txt {stated.get(key)}")
+    value = recomputed[KEYS.get(metric.upper(), "rougeL")]
+    claimed = claim.get("accuracy")
+    if claimed is None or abs(value - float(claimed)) > 0.00005:
+        problems.append(f"recomputed {metric} {value} != signed claim {claimed}")
+    evidence = [f"recomputed from the full log ({len(outputs)} samples): "
+                + ", ".join(f"{k} {v}" for k, v in recomputed.items()),
+                f"accuracy.txt says {stated}, the signed claim {metric} {claimed}", *problems]
+    return not problems, evidence, f"{metric} {value}"
