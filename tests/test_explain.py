@@ -87,3 +87,72 @@ def test_server_stopped_by_max_duration_names_it(tmp_path: Path) -> None:
     assert "max_duration_ms = 0.3 s < min_duration 2 s" in duration.evidence
     assert "raise loadgen.max_duration_ms" in duration.advice
     assert "expected_latency_ms" not in duration.advice  # SingleStream's advice, not Server's
+
+
+#: A tinylm Interactive-like Server run that broke its TTFT bound, with the keys a real
+#: `suite run --benchmark tinylm --scenario server --backend torch-llm --quick` logs.
+_LLM_SERVER = {
+    "result_validity": "INVALID", "result_perf_constraints_met": False,
+    "early_stopping_met": False, "effective_target_qps": 16,
+    "effective_target_latency_ns": 20_000_000_000, "effective_target_latency_percentile": 0.99,
+    "requested_server_ttft_latency": 500_000_000, "requested_server_tpot_latency": 50_000_000,
+    "result_99.00_percentile_latency_ns": 1_184_333_009, "num_errors": 0,
+    "result_scheduled_samples_per_sec": 15.5, "result_completed_samples_per_sec": 15.32,
+    "result_completed_tokens_per_second": 969.5,
+    "result_first_token_50.00_percentile_latency_ns": 14_672_141,
+    "result_first_token_90.00_percentile_latency_ns": 300_322_058,
+    "result_first_token_99.00_percentile_latency_ns": 756_597_996,
+    "result_first_token_mean_latency_ns": 117_605_045,
+    "result_time_per_output_token_50.00_percentile_ns": 7_132_904,
+    "result_time_per_output_token_90.00_percentile_ns": 14_290_382,
+    "result_time_per_output_token_99.00_percentile_ns": 18_474_211,
+    "result_time_to_output_token_mean": 8_034_069,
+    "early_stopping_ttft_result": " * Run unsuccessful.\n * Would need 80 more queries",
+    "early_stopping_tpot_result": " * Run successful.",
+}
+
+
+def test_llm_server_is_explained_by_ttft_and_tpot_not_the_query_latency(tmp_path: Path) -> None:
+    perf = _summary(tmp_path, Scenario.SERVER, _LLM_SERVER)
+    [latency, early] = explain(perf, parse_detail_log(tmp_path / "d.txt"))
+    assert latency.condition == "TTFT bound exceeded"
+    assert "TTFT p99 756.60 ms >= 500 ms bound (p50 14.67 ms, p90 300.32 ms)" in latency.evidence
+    assert "TPOT p99 18.47 ms < 50 ms bound (p50 7.13 ms, p90 14.29 ms)" in latency.evidence
+    assert "20000" not in latency.evidence and "Server p99" not in latency.evidence
+    assert "lower loadgen.target_qps so fewer queries wait" in latency.advice
+    assert "max_batch_size" not in latency.advice  # TPOT met: its knob is not suggested
+    assert "about 10.6" in latency.advice  # 16 x 500/756.6
+    assert "queued up" not in latency.evidence  # 15.32 of 15.5 scheduled: it kept up
+    assert "TTFT: * Run unsuccessful. * Would need 80 more queries" in early.evidence
+    assert "TPOT: * Run successful." in early.evidence
+
+
+def test_llm_server_over_the_tpot_bound_suggests_a_smaller_batch(tmp_path: Path) -> None:
+    perf = _summary(tmp_path, Scenario.SERVER, {
+        **_LLM_SERVER, "result_first_token_99.00_percentile_latency_ns": 56_597_996,
+        "result_time_per_output_token_99.00_percentile_ns": 80_000_000,
+        "early_stopping_met": True})
+    [latency] = explain(perf, parse_detail_log(tmp_path / "d.txt"))
+    assert latency.condition == "TPOT bound exceeded"
+    assert "TPOT p99 80.00 ms >= 50 ms bound" in latency.evidence
+    assert "TTFT p99 56.60 ms < 500 ms bound" in latency.evidence
+    assert "lower sut.max_batch_size" in latency.advice
+
+
+def test_llm_server_without_its_detail_log_names_where_the_bounds_are(tmp_path: Path) -> None:
+    # result.json alone (suite report's table): the p99s it holds, never the query bound
+    perf = _summary(tmp_path, Scenario.SERVER, _LLM_SERVER)
+    [latency, early] = explain(perf)
+    assert latency.condition == "token latency bounds exceeded"
+    assert "TTFT p99 756.60 ms; TPOT p99 18.47 ms at 16 QPS" in latency.evidence
+    assert "requested_server_ttft_latency" in latency.evidence
+    assert "20000" not in latency.evidence
+    assert "early_stopping_ttft_result" in early.evidence
+
+
+def test_llm_server_that_fell_behind_what_loadgen_scheduled_says_so(tmp_path: Path) -> None:
+    perf = _summary(tmp_path, Scenario.SERVER, {**_LLM_SERVER,
+                                                "result_completed_samples_per_sec": 12.0})
+    [latency, _] = explain(perf, parse_detail_log(tmp_path / "d.txt"))
+    assert "completed only 12.0 of 15.5 scheduled samples/s" in latency.evidence
+    assert "about 10.8" in latency.advice  # 0.9 x what it completed
