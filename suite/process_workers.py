@@ -21,6 +21,10 @@ what must happen in it: ``issue_queries`` and ``QuerySamplesComplete``.
 * **Nothing is lost**: every position in ``[low, head)`` is outstanding until its
   batch is done; ``drain`` completes every outstanding position with an empty response
   and stops the workers claiming, and a worker's failure or death drains the run.
+* **Idle workers sleep**: a worker with nothing to claim polls for ``_HOT_S`` after its
+  last batch, then declares itself asleep (``_SLEEPING``) and blocks on a semaphore.
+  The issue callback reads that word with the lock it already holds and posts the
+  semaphore only when a worker sleeps, so a busy run pays one read per query.
 """
 
 from __future__ import annotations
@@ -53,12 +57,20 @@ _HEAD, _TAIL, _STOP, _GEN = 0, 1, 2, 3
 # Monotonic ns before which no worker claims a batch that is not full: Server batches
 # leave ``interval_s`` apart (see server_policy.dispatch_interval_s); 0 when not paced.
 _NEXT = 4
+# Workers blocked on the wake-up semaphore, declared and woken under the claim lock:
+# a worker declares only after seeing an empty ring, and the issuer reads it after
+# advancing head, so no query is left with every worker asleep.
+_SLEEPING = 5
 _BUSY = 8  # _BUSY + n: monotonic ns at which worker n claimed its batch, 0 when idle
 # Messages on the shared pipe: (kind, a, b) as three int64.
 _READY, _DONE, _FAILED, _QUIT = 1, 2, 3, 4
 _MESSAGE = struct.Struct("qqq")
 # How often an idle worker looks for work (the thread workers' poll, same reason).
 _POLL_S = 100e-6
+# How long an idle worker keeps polling before it sleeps: long enough that a busy run's
+# workers never sleep (nor cost the issuer a post per query), short enough that idle
+# workers cost nothing (two polling workers took a quarter of a core).
+_HOT_S = 2e-3
 
 
 @dataclass(frozen=True)
@@ -125,6 +137,10 @@ class ProcessWorkers:
         self._ids = np.zeros(capacity, dtype=np.uint64)
         self._context = multiprocessing.get_context("spawn")
         self._claim_lock = self._context.Lock()  # the workers' tail, and head's publication
+        self._wake = self._context.Semaphore(0)  # posted once per sleeping worker woken
+        # The control words as Python ints for the issue callback: a third of numpy's cost.
+        ring_buf: Any = self._ring.buf
+        self._words: memoryview = ring_buf[:8 * _BUSY].cast("q")
         self._reader, self._writer = self._context.Pipe(duplex=False)
         self._errors: Any = self._context.SimpleQueue()
         self._processes: list[Any] = []
@@ -150,8 +166,9 @@ class ProcessWorkers:
         for number in range(self.workers):
             process = self._context.Process(
                 target=_worker_main, name=f"sut-worker-{number}", daemon=True,
-                args=(self.spec, number, self._ring.name, self.layout, self._claim_lock,
-                      self._writer, self._errors, self.max_batch, max_wait_s, interval_s,
+                args=(self.spec, number, self._ring.name, self.layout,
+                      (self._claim_lock, self._wake), self._writer, self._errors,
+                      self.max_batch, max_wait_s, interval_s,
                       dataset.sample_shape, str(dataset.dtype), str(self.completer.dtype),
                       dataset.raw))
             process.start()
@@ -176,6 +193,7 @@ class ProcessWorkers:
         """Stop the workers (LoadGen has returned) and free the shared memory."""
         self._stopping = True
         self._ctrl[_STOP] = 1
+        self._wake_all()
         for process in self._processes:
             process.join(timeout=1.0)
             if process.is_alive():  # a hung backend: nothing is waiting for it any more
@@ -183,6 +201,7 @@ class ProcessWorkers:
         self._writer.send_bytes(_MESSAGE.pack(_QUIT, 0, 0))
         if self._completion is not None:
             self._completion.join(timeout=1.0)
+        self._words.release()
         for block in [*self._staged, self._ring]:
             block.close()
             block.unlink()
@@ -253,7 +272,19 @@ class ProcessWorkers:
                     indices[:split], indices[split:])
                 self._ids[begin:], self._ids[:n - split] = ids[:split], ids[split:]
             self._head = head + n
-            self._ctrl[_HEAD] = head + n
+            words = self._words
+            words[_HEAD] = head + n
+            if sleeping := words[_SLEEPING]:
+                # Wake one worker per batch now waiting: more would only find it taken.
+                wake = min(sleeping, 1 + (head + n - words[_TAIL] - 1) // self.max_batch)
+                words[_SLEEPING] = sleeping - wake
+                for _ in range(wake):
+                    self._wake.release()
+
+    def _wake_all(self) -> None:
+        """Wake every worker, asleep or about to be, to see ``_STOP``."""
+        for _ in range(self.workers):
+            self._wake.release()
 
     # -- completion ----------------------------------------------------------------------
 
@@ -296,6 +327,7 @@ class ProcessWorkers:
                 return
             self._closed = True
             self._ctrl[_STOP] = 1
+            self._wake_all()
             outstanding: list[int] = []
             position = self._low
             for first in sorted(self._done):
@@ -350,13 +382,13 @@ def _staged_name(ring_name: str, generation: int) -> str:
 # -- the worker process ----------------------------------------------------------------
 
 def _worker_main(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout,
-                 claim_lock: Any, writer: Any, errors: Any, max_batch: int,
+                 locks: tuple[Any, Any], writer: Any, errors: Any, max_batch: int,
                  max_wait_s: float, interval_s: float, sample_shape: tuple[int, ...],
                  sample_dtype: str, response_dtype: str, raw: RawInput | None) -> None:
     """Build the backend, then claim, predict and hand back batches until stopped."""
     _die_with_parent()
     try:
-        _serve(spec, number, ring_name, layout, claim_lock, writer, max_batch,
+        _serve(spec, number, ring_name, layout, locks, writer, max_batch,
                (max_wait_s, interval_s), sample_shape, np.dtype(sample_dtype),
                np.dtype(response_dtype), raw)
     except BaseException as exc:
@@ -382,8 +414,8 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim_lock: Any,
-           writer: Any, max_batch: int, waits: tuple[float, float],
+def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout,
+           locks: tuple[Any, Any], writer: Any, max_batch: int, waits: tuple[float, float],
            sample_shape: tuple[int, ...],
            sample_dtype: np.dtype[Any], response_dtype: np.dtype[Any],
            raw: RawInput | None) -> None:
@@ -392,6 +424,7 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim
     from .output_contract import OutputContract
     from .postprocess import make_postprocess
 
+    claim_lock, wake = locks  # the claim lock; the semaphore a sleeping worker waits on
     card, backend, _ = load_model(spec.home, spec.config)
     if raw is not None and not backend.accept_raw_input(raw):
         raise BackendError("the backend took the raw input form in the LoadGen process "
@@ -414,6 +447,7 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim
     max_wait_s, interval_s = waits  # the adaptive wait's ceiling; the pacing interval
     interval_ns = int(interval_s * 1e9)
     wait, deadline = max_wait_s, -1.0
+    active = time.perf_counter()  # the last batch or wake-up: polled until _HOT_S after
     while not ctrl[_STOP]:
         # Look without the lock (LoadGen's issue thread takes it for every query); claim
         # with it.
@@ -421,6 +455,10 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim
         take = 0
         if not waiting:
             deadline = -1.0
+            if time.perf_counter() - active > _HOT_S:
+                _sleep(ctrl, claim_lock, wake)
+                active = time.perf_counter()
+                continue
         else:
             now = time.perf_counter()
             if deadline < 0:
@@ -457,9 +495,21 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout, claim
             done += e - b
         ctrl[busy] = 0
         send(pack(_DONE, tail, take))
+        active = time.perf_counter()
     del ctrl, indices, responses
     staged.close()
     ring.close()
+
+
+def _sleep(ctrl: npt.NDArray[np.int64], claim_lock: Any, wake: Any) -> None:
+    """Block until the issuer (or a stop) wakes this worker, unless work or a stop came
+    in first: declared under the claim lock, which the issuer holds to advance head and
+    read ``_SLEEPING``, so either this sees the new head or the issuer sees it asleep."""
+    with claim_lock:
+        if ctrl[_HEAD] != ctrl[_TAIL] or ctrl[_STOP]:
+            return
+        ctrl[_SLEEPING] += 1
+    wake.acquire()
 
 
 class _Staged:
