@@ -19,6 +19,7 @@ it enforces come from LoadGen's measured behaviour (measured on mlcommons-loadge
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from itertools import repeat
@@ -129,6 +130,7 @@ class Completer:
         self._zeros = np.zeros(max(self.row_nbytes, 1), dtype=np.uint8)
         self.completed = 0
         self._local = threading.local()
+        self._single: tuple[Any, ...] = ()
 
     def complete(self, ids: Sequence[int], responses: npt.NDArray[Any]) -> None:
         """Complete ``ids[k]`` with ``responses[k]``."""
@@ -163,6 +165,32 @@ class Completer:
             range(base, base + capacity * stride, stride), repeat(stride, capacity)))
         local.first = pool[:1]
         return pool
+
+    def single_index(self) -> tuple[npt.NDArray[np.int64], Callable[[int], None]] | None:
+        """``(slot, complete_one)`` for one caller that completes one sample at a time
+        (INLINE dispatch, on LoadGen's issue thread): write the sample's class index
+        into ``slot`` (one int64), then ``complete_one(id)`` sends it. None where the
+        response is not an integer of at most 8 bytes on a little-endian machine.
+
+        The response is the slot's first ``row_nbytes`` bytes: on a little-endian
+        machine those are the int64's value in the narrower two's-complement integer
+        whenever it fits, as a class index does (``postprocess.index_writer`` writes
+        it with numpy's ``out=``). A pool of one, bound here, so no thread-local
+        lookup, no response array and no row copy per query.
+        """
+        if self.dtype.kind not in "iu" or self.row_nbytes > 8 or sys.byteorder != "little":
+            return None
+        slot = np.zeros(1, dtype=np.int64)
+        response = [lg.QuerySampleResponse(0, slot.ctypes.data, self.row_nbytes)]
+        first, complete = response[0], lg.QuerySamplesComplete
+
+        def complete_one(qid: int) -> None:
+            first.id = qid
+            complete(response)
+            self.completed += 1
+
+        self._single = slot, response  # the payload and response outlive every call
+        return slot, complete_one
 
     def complete_empty(self, ids: Sequence[int]) -> None:
         """Complete ``ids`` with all-zero payloads (a failed or drained batch)."""

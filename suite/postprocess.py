@@ -9,6 +9,9 @@ decodes the same dtype from ``mlperf_log_accuracy.json``. Two kinds:
 
 Either way ``label_offset`` is added: -1 for models with a background class 0
 (1001 outputs) scored against 0-based ImageNet labels.
+
+``index_writer`` gives SingleStream a form that writes the class indices straight
+into the completion payload (``Completer.single_index``), with no array made per query.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from .models import ModelCard
 from .types import Outputs
 
 Postprocess = Callable[[Outputs], npt.NDArray[Any]]
+#: Writes a batch's class indices, as int64, into ``out`` (one per sample).
+IndexWriter = Callable[[Outputs, npt.NDArray[np.int64]], None]
 
 
 def make_postprocess(card: ModelCard) -> tuple[Postprocess, np.dtype[Any]]:
@@ -34,11 +39,23 @@ def make_postprocess(card: ModelCard) -> tuple[Postprocess, np.dtype[Any]]:
 
         def argmax(outputs: Outputs) -> npt.NDArray[Any]:
             # The method, not np.argmax: the wrapper costs ~3 us per SingleStream query.
-            classes = outputs.argmax(axis=1).astype(dtype, copy=False)
+            # argmax returns a new C-contiguous intp array: no contiguity pass needed.
+            classes: npt.NDArray[Any] = outputs.argmax(axis=1)
+            if classes.dtype != dtype:
+                classes = classes.astype(dtype)
             if offset:
                 classes += dtype.type(offset)
-            return np.ascontiguousarray(classes)
+            return classes
 
+        def write_indices(outputs: Outputs, out: npt.NDArray[np.int64]) -> None:
+            # ``out=``: numpy writes the indices in place (0.26 us; with an int32 ``out``
+            # it takes a casting path, 0.93 us, hence int64).
+            outputs.argmax(axis=1, out=out)
+            if offset:
+                out += offset
+
+        if dtype.kind in "iu":
+            setattr(argmax, "index_writer", write_indices)  # noqa: B010 (read by index_writer)
         return argmax, dtype
     if spec.kind == "class_index":
 
@@ -50,3 +67,10 @@ def make_postprocess(card: ModelCard) -> tuple[Postprocess, np.dtype[Any]]:
 
         return class_index, dtype
     raise ValueError(f"unknown postprocess kind {spec.kind!r}")  # the card model forbids it
+
+
+def index_writer(postprocess: Postprocess) -> IndexWriter | None:
+    """The in-place form of ``postprocess`` when it has one (an ``argmax`` to an integer
+    response), else None: the caller keeps to ``postprocess``."""
+    writer: IndexWriter | None = getattr(postprocess, "index_writer", None)
+    return writer
