@@ -277,17 +277,31 @@ class SystemUnderTest:
 
         A closure over its collaborators: SingleStream's latency is this path, and each
         attribute lookup and call layer taken off it is measurable in LoadGen's p90.
+        A one-sample query whose response is a class index takes the shortest form:
+        registered without the table's lock (``InflightTable.inline``), the index
+        written by numpy straight into the completion payload
+        (``postprocess.index_writer``, ``Completer.single_index``), the output
+        contract checked as for every batch.
         """
-        add, claim = self.inflight.add, self.inflight.claim
+        from .postprocess import index_writer  # sut.py's imports are not this closure's
+
+        hold, release = self.inflight.inline()
         sample, gather, buffer = self.dataset.sample, self.dataset.gather, self._inline_buffer
         predict, postprocess, check = self.backend.predict, self.postprocess, self._check
         complete, complete_empty = self.completer.complete, self.completer.complete_empty
+        write = index_writer(postprocess)
+        # The recording completers of unit tests have no single_index: the general path.
+        single = getattr(self.completer, "single_index", lambda: None)() if write else None
 
-        def issue(ids: list[int], indices: list[int]) -> None:
+        def batch_of(indices: list[int]) -> Any:
+            return (sample(indices[0]) if len(indices) == 1 else
+                    gather(np.asarray(indices, dtype=np.int64), buffer))
+
+        def issue_batch(ids: list[int], indices: list[int]) -> None:
             self.issue_calls += 1
             self.issued_samples += len(ids)
             try:
-                token = add(ids)
+                token = hold(ids)
             except Exception as exc:  # a bug here must not leave LoadGen waiting
                 self.fail("harness_error", f"issue_queries failed: {exc!r}", len(ids))
                 return
@@ -295,16 +309,42 @@ class SystemUnderTest:
                 complete_empty(ids)
                 return
             try:
-                batch = (sample(indices[0]) if len(indices) == 1 else
-                         gather(np.asarray(indices, dtype=np.int64), buffer))
-                outputs = predict(batch)
+                outputs = predict(batch_of(indices))
                 check(outputs, len(indices))
                 responses = postprocess(outputs)
             except Exception as exc:
                 self._batch_failed(exc, len(ids))
                 return
-            if claim(token):  # not drained (watchdog) while we predicted
+            if release(token):  # not drained (watchdog) while we predicted
                 complete(ids, responses)
+
+        if single is None or write is None:
+            return issue_batch
+        slot, complete_one = single
+
+        def issue(ids: list[int], indices: list[int]) -> None:
+            if len(ids) != 1:
+                issue_batch(ids, indices)
+                return
+            self.issue_calls += 1
+            self.issued_samples += 1
+            try:
+                token = hold(ids)
+            except Exception as exc:  # a bug here must not leave LoadGen waiting
+                self.fail("harness_error", f"issue_queries failed: {exc!r}", 1)
+                return
+            if token is None:  # drained: answer at once
+                complete_empty(ids)
+                return
+            try:
+                outputs = predict(sample(indices[0]))
+                check(outputs, 1)
+                write(outputs, slot)
+            except Exception as exc:
+                self._batch_failed(exc, 1)
+                return
+            if release(token):  # not drained (watchdog) while we predicted
+                complete_one(ids[0])
 
         return issue
 
