@@ -12,14 +12,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from suite.backends import simulated
 from suite.backends.base import RawInput
-from suite.backends.simulated import SimulatedBackend, SimulatedOptions, bucket, load_profile
+from suite.backends.simulated import (
+    SimulatedBackend,
+    SimulatedOptions,
+    _Device,
+    bucket,
+    load_profile,
+)
 from suite.batch_stats import BatchStats, merge
 from suite.errors import BackendError
 from suite.models import load_card
@@ -109,6 +117,60 @@ def test_shapes_policy_decides_which_calls_pay_the_first_shape_cost(
     for n in (3, 5, 3, 16, 5):
         backend.predict(np.zeros((n, 1, 8, 8), dtype=np.float32))
     assert backend.cold_calls == cold
+
+
+def test_the_device_timeline_overlaps_fixed_parts_and_serialises_compute() -> None:
+    ms = 1e-3
+    device = _Device([0.0, 0.0])  # two streams
+    # Idle: the transfer hides in the fixed part, then the compute.
+    assert device.reserve(0.0, 0.5 * ms, 2 * ms, 3 * ms) == pytest.approx(5 * ms)
+    # A second call at once overlaps its fixed part but queues for the compute, and
+    # its transfer waits for the copy engine (0.5 + 0.5 ms, still inside its fixed).
+    assert device.reserve(0.0, 0.5 * ms, 2 * ms, 1 * ms) == pytest.approx(6 * ms)
+    assert device.copy_free == pytest.approx(1 * ms)
+    assert device.running(4 * ms) == 2 and device.running(5.5 * ms) == 1
+    # Both streams busy: a third call starts when the first stream frees (5 ms).
+    assert device.reserve(1 * ms, 0.0, 2 * ms, 1 * ms) == pytest.approx(8 * ms)
+
+
+def test_a_call_ready_early_takes_a_gap_in_the_compute_without_delaying_others() -> None:
+    ms = 1e-3
+    device = _Device([0.0, 0.0])
+    assert device.reserve(0.0, 0.0, 10 * ms, 1 * ms) == pytest.approx(11 * ms)  # cold
+    assert device.reserve(0.0, 0.0, 2 * ms, 3 * ms) == pytest.approx(5 * ms)  # fits before
+    assert device.compute == [(pytest.approx(2 * ms), pytest.approx(5 * ms)),
+                              (pytest.approx(10 * ms), pytest.approx(11 * ms))]
+
+
+def test_the_host_thread_sleeps_once_holding_nothing_so_a_late_wake_up_is_not_device_time(
+        digits_card: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host thread that wakes late (the GIL, a busy machine) must not hold the
+    simulated device: one sleep per call, with the backend's lock free, for the call's
+    time on the device as the profile gives it."""
+    backend = loaded(digits_card, 16, profile="resnet50-4gpu-fp16")  # 2 ms + 0.33 ms/sample
+    sleeps: list[tuple[float, bool]] = []
+    monkeypatch.setattr(simulated, "_sleep", lambda s: sleeps.append((s, backend._lock.locked())))
+    before = time.perf_counter()
+    backend.predict(np.zeros((3, 1, 8, 8), dtype=np.float32))
+    after = time.perf_counter()
+    [(seconds, locked)] = sleeps
+    assert not locked
+    [(start, end)] = backend._devices[0].compute  # 3 x 0.33 ms after the 2 ms fixed part
+    assert end - start == pytest.approx(0.99e-3)
+    assert before <= start - 2e-3 <= after
+    assert before <= end - seconds <= after  # it sleeps until the call's end, no longer
+    assert backend._devices[0].running(end - 1e-6) == 1
+
+
+def test_calls_spread_over_the_devices_with_the_fewest_running(digits_card: Any,
+                                                                monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    backend = loaded(digits_card, 16, profile="resnet50-4gpu-fp16")  # 4 devices x 2 streams
+    monkeypatch.setattr(simulated, "_sleep", lambda s: None)  # return before the end
+    for _ in range(8):
+        backend.predict(np.zeros((1, 1, 8, 8), dtype=np.float32))
+    now = time.perf_counter()
+    assert [device.running(now) for device in backend._devices] == [2, 2, 2, 2]
 
 
 def test_buckets_are_powers_of_two_capped_at_the_max() -> None:
