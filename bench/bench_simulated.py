@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from datetime import UTC, datetime
@@ -114,13 +115,14 @@ def measure_profile(profile: str, seconds: float, steps: int, env: dict[str, str
             "server_probes": probes}
 
 
-def measure(seconds: float, steps: int, tmp: Path) -> dict[str, Any]:
+def measure(seconds: float, steps: int, tmp: Path,
+            profiles: tuple[str, ...] = PROFILES) -> dict[str, Any]:
     images = _images(tmp / "images", 512)
     model = tmp / "stand-in.onnx"
     model.write_bytes(b"the simulated backend loads no model file")
     env = {"images": str(images), "model": str(model), "cache": str(tmp / "cache")}
     return {name: measure_profile(name, seconds, steps, env, tmp / f"runs-{name}")
-            for name in PROFILES}
+            for name in profiles}
 
 
 def main() -> int:
@@ -128,10 +130,18 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="per LoadGen run")
     parser.add_argument("--steps", type=int, default=5, help="bisection steps")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--profile", action="append", choices=PROFILES,
+                        help="measure only this profile (repeatable; default: all)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
+        # The load average before and after: the figures are host-bound, and a busy
+        # machine (others' jobs on the same cores) moves them more than any change.
+        load_before = os.getloadavg()
+        figures = measure(args.seconds, args.steps, Path(name),
+                          tuple(args.profile or PROFILES))
         report = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-                  "simulated": measure(args.seconds, args.steps, Path(name))}
+                  "load_average": {"before": load_before, "after": os.getloadavg()},
+                  "simulated": figures}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench_simulated_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
@@ -139,6 +149,8 @@ def main() -> int:
         print(f"{figures['profile']}: Offline {figures['offline_samples_per_s']:,.0f} samples/s, "
               f"Server max VALID {figures['server_max_valid_qps']:,.0f} QPS at 15 ms: "
               f"{figures['server_over_offline_ratio']:.3f} of Offline")
+    print(f"load average (1, 5, 15 min) before {report['load_average']['before']}, "
+          f"after {report['load_average']['after']}")
     print(f"written: {path}")
     return 0
 
