@@ -163,7 +163,9 @@ def sign(tree: Path, *, out: Path | None = None, key_path: Path | None = None,
     result = SignResult(tree, report)
     if report.passed or unofficial:
         result.bundle = out or tree.with_name(tree.name + ".tar.gz")
-        extras = {r.id: {"loadgen_version": pkg.loadgen_version(tree, r.id)}
+        # an LLM result is signed with its tokens (and so by its tokens/s), as `package` does
+        extras = {r.id: {"loadgen_version": pkg.loadgen_version(tree, r.id),
+                         **({"tokens": t} if (t := pkg.packaged_tokens(tree, r.id)) else {})}
                   for r in report.results}
         sign_tree(tree, result.bundle, key, pkg.predicate(
             report, extras, unofficial=unofficial, identity={},

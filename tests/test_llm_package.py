@@ -149,3 +149,58 @@ def test_audit_replays_an_llm_result_by_its_tokens_per_second(packaged: dict[str
     evidence = " ".join(replay["evidence"])  # type: ignore[arg-type]
     assert "(completed tokens/s)" in evidence, evidence
     assert "replay TTFT p99" in evidence and "replay TPOT p99" in evidence, evidence
+
+
+def _detail(tree: Path, scenario: str) -> dict[str, object]:
+    return parse_detail_log(tree / RESULTS / scenario /
+                            "performance/run_1/mlperf_log_detail.txt").values
+
+
+#: The official checker's LLM result fields (submission_checker ``get_result_key``).
+LLM_FIELDS = {"Offline": ("tokens/s", "result_tokens_per_second"),
+              "Interactive": ("completed tokens/s", "result_completed_tokens_per_second")}
+
+
+def test_check_states_an_llm_result_by_its_tokens_per_second(packaged: dict[str, Path]) -> None:
+    # `suite check` on the packaged tree (its JSON and its table) and on each run directory
+    done = run_cli("check", str(packaged["tree"]), "--json")
+    assert done.returncode in (0, 2), done.stderr
+    results = {r["scenario"]: r for r in json.loads(done.stdout)["results"]}
+    for scenario, (metric, key) in LLM_FIELDS.items():
+        values = _detail(packaged["tree"], scenario)
+        assert results[scenario]["metric"] == metric
+        assert results[scenario]["value"] == float(values[key])  # type: ignore[arg-type]
+        assert results[scenario]["value"] != float(  # type: ignore[arg-type]
+            values["result_samples_per_second" if scenario == "Offline"
+                   else "result_completed_samples_per_sec"])
+    table = run_cli("check", str(packaged["tree"])).stdout
+    assert "tokens/s" in table and "samples/s" not in table, table
+    from suite.checker import check_path
+    from suite.paths import find_paths
+    from suite.rules import load_rules
+
+    rules = load_rules(find_paths(), "v6.1")
+    for run_dir in sorted(p for p in (packaged["base"] / "runs").iterdir() if p.is_dir()):
+        [res] = check_path(run_dir, rules).results
+        want = LLM_FIELDS["Offline" if "offline" in run_dir.name else "Interactive"]
+        values = parse_detail_log(run_dir / "performance/mlperf_log_detail.txt").values
+        assert (res.metric, res.value) == (want[0], float(values[want[1]])), run_dir.name  # type: ignore[arg-type]
+
+
+def test_sign_on_an_existing_tree_states_the_tokens(packaged: dict[str, Path],
+                                                    tmp_path: Path) -> None:
+    bundle = tmp_path / "resigned.tar.gz"
+    done = run_cli("sign", str(packaged["tree"]), "--out", str(bundle), "--key",
+                   str(packaged["key"]), "--unofficial", **env())
+    assert done.returncode == 0, done.stderr
+    verification = verify_bundle(bundle, load_public(packaged["pub"]))
+    assert verification.ok
+    claims = {r["scenario"]: r for r in verification.predicate["results"]}
+    assert set(claims) == set(LLM_FIELDS)
+    for scenario, (metric, key) in LLM_FIELDS.items():
+        values = _detail(packaged["tree"], scenario)
+        expected = {name: float(values[k]) for name, k in TOKEN_KEYS.items()  # type: ignore[arg-type]
+                    if k in values}
+        assert claims[scenario]["tokens"] == expected
+        assert (claims[scenario]["metric"], claims[scenario]["value"]) == (
+            metric, float(values[key]))  # type: ignore[arg-type]

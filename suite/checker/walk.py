@@ -207,15 +207,30 @@ def _scenarios(ctxs: list[ResultContext], system: Any, bench_name: str) -> None:
                         expected=", ".join(sorted(allowed)), found=", ".join(extra))
 
 
+#: An LLM result's figure (detail-log key, name): tokens, not samples, as the official
+#: checker reads it (submission_checker ``get_result_key``: ``result_tokens_per_second`` in
+#: Offline, ``result_completed_tokens_per_second`` in Server and Interactive).
+_LLM_METRIC = {Scenario.OFFLINE: ("result_tokens_per_second", "tokens/s"),
+               Scenario.SERVER: ("result_completed_tokens_per_second", "completed tokens/s")}
+
+
+def _metric(ctx: ResultContext) -> tuple[str, str, bool]:
+    """(detail-log key, metric name, whether the unit is ms) of the result's figure."""
+    assert ctx.scenario is not None
+    spec = SPECS[ctx.scenario]
+    if ctx.model is not None and ctx.model.llm and ctx.scenario in _LLM_METRIC:
+        return (*_LLM_METRIC[ctx.scenario], False)
+    return spec.metric_key, spec.metric_name, spec.unit == "ms"
+
+
 def _check_result(ctx: ResultContext, report: CheckReport) -> None:
     metric = value = None
     if ctx.scenario is not None:
         check_performance(ctx)
         log = ctx.log(ctx.files.perf_detail)
-        spec = SPECS[ctx.scenario]
-        metric = spec.metric_name
-        if log is not None and (raw := as_float(log.get(spec.metric_key))) is not None:
-            value = raw / 1e6 if spec.unit == "ms" else raw
+        key, metric, in_ms = _metric(ctx)
+        if log is not None and (raw := as_float(log.get(key))) is not None:
+            value = raw / 1e6 if in_ms else raw
     accuracy = check_accuracy(ctx)
     if ctx.tree_mode:
         check_measurements(ctx)
