@@ -220,3 +220,27 @@ def test_open_division_accuracy_is_recorded_not_enforced(tree: Path) -> None:
     report = check_path(tree, V60)
     [hit] = [f for r in report.results if r.id == OPEN for f in r.findings]
     assert hit.rule == "ACC-TARGET" and hit.severity == "info" and report.passed
+
+
+def _add_records(path: Path, values: dict[str, object]) -> None:
+    """Append records to a detail log, in the shape of its last record."""
+    last = json.loads(path.read_text().splitlines()[-1].removeprefix(":::MLLOG "))
+    with path.open("a") as handle:
+        for key, value in values.items():
+            handle.write(":::MLLOG " + json.dumps({**last, "key": key, "value": value}) + "\n")
+
+
+def test_an_llm_result_is_stated_in_tokens_per_second(tree: Path) -> None:
+    # The official checker's LLM result fields: Offline result_tokens_per_second; Server and
+    # Interactive result_completed_tokens_per_second (never the samples/s of the others).
+    rates = {LOFF: ("result_tokens_per_second", 1234.5, "tokens/s"),
+             LSRV: ("result_completed_tokens_per_second", 987.25, "completed tokens/s"),
+             INTER: ("result_completed_tokens_per_second", 654.0, "completed tokens/s")}
+    for where, (key, value, _) in rates.items():
+        _add_records(tree / where / RUN1, {key: value})
+    report = check_path(tree, V60)
+    by_id = {r.id: r for r in report.results}
+    for where, (_, value, metric) in rates.items():
+        assert (by_id[where].metric, by_id[where].value) == (metric, value), where
+        assert not _findings(report, where), where
+    assert by_id[RESNET_OFF].metric == "samples/s"  # not an LLM: unchanged
