@@ -146,16 +146,17 @@ def main() -> int:
         load_before = os.getloadavg()
         figures = measure(args.seconds, args.steps, Path(name),
                           tuple(args.profile or PROFILES))
-        report = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        report: dict[str, Any] = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
                   "load_average": {"before": load_before, "after": os.getloadavg()},
                   "simulated": figures}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench_simulated_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
-    for figures in report["simulated"].values():
-        print(f"{figures['profile']}: Offline {figures['offline_samples_per_s']:,.0f} samples/s, "
-              f"Server max VALID {figures['server_max_valid_qps']:,.0f} QPS at 15 ms: "
-              f"{figures['server_over_offline_ratio']:.3f} of Offline")
+    for profile_figures in figures.values():
+        print(f"{profile_figures['profile']}: Offline "
+              f"{profile_figures['offline_samples_per_s']:,.0f} samples/s, Server max VALID "
+              f"{profile_figures['server_max_valid_qps']:,.0f} QPS at 15 ms: "
+              f"{profile_figures['server_over_offline_ratio']:.3f} of Offline")
     print(f"load average (1, 5, 15 min) before {report['load_average']['before']}, "
           f"after {report['load_average']['after']}")
     print(f"written: {path}")
