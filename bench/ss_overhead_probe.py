@@ -37,7 +37,44 @@ def main() -> int:
 
     scenario = "offline" if variant.startswith("offline") else "singlestream"
     if variant.startswith("suite"):  # the whole `suite run` path: parent, child, LoadGen
+        import os
+
+        os.environ["PYTHONPATH"] = tree  # the child imports the same tree
         return suite_run(scenario, seconds, outdir)
+    if variant == "raw-offline":  # one single-threaded session, batch 256: CPU per sample
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import time
+
+        import numpy as np
+        import raw
+
+        from suite.datasets.digits import validation_split
+        from suite.models import load_card
+        from suite.paths import find_paths
+
+        card = load_card(find_paths(), "digits")
+        images = np.ascontiguousarray(validation_split(card)[0], dtype=np.float32)
+        cpu = time.thread_time()
+        rate = raw.throughput(raw.session(card.onnx_path, 1), images, 256, seconds)
+        cpu = time.thread_time() - cpu
+        print(json.dumps({"variant": variant, "samples_per_s": rate,
+                          "cpu_us_per_sample": round(cpu / (rate * seconds) * 1e6, 3)}))
+        return 0
+    if variant in ("raw", "raw-binding"):  # bench/raw.py's one-sample loop, as long as a run
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import numpy as np
+        import raw
+
+        from suite.datasets.digits import validation_split
+        from suite.models import load_card
+        from suite.paths import find_paths
+
+        card = load_card(find_paths(), "digits")
+        images = np.ascontiguousarray(validation_split(card)[0], dtype=np.float32)
+        p90 = raw.single_sample_p90_us(raw.session(card.onnx_path, 1), images, seconds,
+                                       binding=variant == "raw-binding")
+        print(json.dumps({"variant": variant, "p90_us": p90}))
+        return 0
     paths = find_paths()
     sets = [f"sut.workers={variant.split(':')[1]}"] if ":" in variant else []
     config = load_config(ConfigRequest(benchmark="digits", scenario=scenario,
@@ -64,6 +101,17 @@ def main() -> int:
     flush: Any = lambda: None  # noqa: E731
     load: Any = dataset.load
     unload: Any = dataset.unload
+    if variant == "offline-completer":
+        # The completion floor: every sample completed by our Completer in 256-sample
+        # batches inside issue_queries, no inference (LoadGen's cost plus ours).
+        responses = np.zeros(256, dtype=dtype)
+
+        def issue(ids: list[int], indices: list[int]) -> None:
+            for start in range(0, len(ids), 256):
+                chunk = ids[start:start + 256]
+                completer.complete(chunk, responses[:len(chunk)])
+        load = unload = lambda s: None
+        return finish(lg, settings, outdir, issue, flush, load, unload, total, variant)
     if variant == "minimal":
         run = backend._session._sess.run  # type: ignore[attr-defined]
         outs, name = [card.output.name], card.input.name
@@ -96,6 +144,8 @@ def main() -> int:
             issue, report = paired(issue, backend, card, dataset, dtype)
         if variant == "steps":
             issue, report = steps(sut)
+        if variant == "steps-inline":
+            issue, report = steps_inline(sut)
     outdir.mkdir(parents=True, exist_ok=True)
     log = lg.LogSettings()
     log.log_output.outdir = str(outdir)
@@ -105,7 +155,11 @@ def main() -> int:
     gc.freeze()
     lsut = lg.ConstructFastSUT(issue, flush)
     qsl = lg.ConstructQSL(total, total, load, unload)
+    import time
+
+    cpu = time.process_time()
     lg.StartTestWithLogSettings(lsut, qsl, settings, log, "")
+    cpu = time.process_time() - cpu
     lg.DestroyQSL(qsl)
     lg.DestroyFastSUT(lsut)
     if variant not in ("minimal",):
@@ -114,16 +168,43 @@ def main() -> int:
     for line in (outdir / "mlperf_log_detail.txt").read_text().splitlines():
         record = json.loads(line.removeprefix(":::MLLOG "))
         detail[record["key"]] = record["value"]
-    if variant in ("paired", "steps"):
+    if variant in ("paired", "steps", "steps-inline"):
         print(json.dumps({"variant": variant, **report()}))
         return 0
     if scenario == "offline":
+        profile = sut.batch_profile()
+        batches = max(sum(profile.get("sizes", {}).values()) if isinstance(
+            profile.get("sizes"), dict) else 1, 1)
         print(json.dumps({"variant": variant,
-                          "samples_per_s": detail["result_samples_per_second"]}))
+                          "samples_per_s": detail["result_samples_per_second"],
+                          # the whole process's CPU per sample: LoadGen, harness, inference
+                          "cpu_us_per_sample": round(cpu / max(completer.completed, 1) * 1e6,
+                                                     3),
+                          "profile": {k: v for k, v in profile.items() if k != "sizes"},
+                          "batches": batches}))
     else:
         print(json.dumps({"variant": variant,
                           "p50_us": detail["result_50.00_percentile_latency_ns"] / 1e3,
                           "p90_us": detail["result_90.00_percentile_latency_ns"] / 1e3}))
+    return 0
+
+
+def finish(lg: Any, settings: Any, outdir: Path, issue: Any, flush: Any, load: Any,
+           unload: Any, total: int, variant: str) -> int:
+    """Run LoadGen on a bare issue callback; print its samples/s."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    log = lg.LogSettings()
+    log.log_output.outdir = str(outdir)
+    log.enable_trace = False
+    lsut = lg.ConstructFastSUT(issue, flush)
+    qsl = lg.ConstructQSL(total, total, load, unload)
+    lg.StartTestWithLogSettings(lsut, qsl, settings, log, "")
+    lg.DestroyQSL(qsl)
+    lg.DestroyFastSUT(lsut)
+    for line in (outdir / "mlperf_log_detail.txt").read_text().splitlines():
+        record = json.loads(line.removeprefix(":::MLLOG "))
+        if record["key"] == "result_samples_per_second":
+            print(json.dumps({"variant": variant, "samples_per_s": record["value"]}))
     return 0
 
 
@@ -206,6 +287,49 @@ def steps(sut: Any) -> Any:
     return issue, report
 
 
+def steps_inline(sut: Any) -> Any:
+    """``steps`` for the one-sample fast path of ``_inline_issue`` (after the change)."""
+    import time
+
+    import numpy as np
+
+    from suite.postprocess import index_writer
+
+    clock = time.perf_counter_ns
+    hold, release = sut.inflight.inline()
+    sample, predict, check = sut.dataset.sample, sut.backend.predict, sut._check
+    write = index_writer(sut.postprocess)
+    slot, complete_one = sut.completer.single_index()
+    names = ("hold", "sample", "predict", "check", "write", "release", "complete")
+    times: list[list[int]] = [[] for _ in names]
+
+    def issue(ids: list[int], indices: list[int]) -> None:
+        t0 = clock()
+        token = hold(ids)
+        t1 = clock()
+        batch = sample(indices[0])
+        t2 = clock()
+        outputs = predict(batch)
+        t3 = clock()
+        check(outputs, 1)
+        t4 = clock()
+        write(outputs, slot)
+        t5 = clock()
+        release(token)
+        t6 = clock()
+        complete_one(ids[0])
+        t7 = clock()
+        for series, a, b in zip(times, (t0, t1, t2, t3, t4, t5, t6), (t1, t2, t3, t4, t5, t6, t7),
+                                strict=True):
+            series.append(b - a)
+
+    def report() -> dict[str, float]:
+        return {name: round(float(np.median(series)) / 1e3, 2)
+                for name, series in zip(names, times, strict=True)}
+
+    return issue, report
+
+
 def suite_run(scenario: str, seconds: float, outdir: Path) -> int:
     from suite.api import run
     from suite.config import ConfigRequest
@@ -215,7 +339,10 @@ def suite_run(scenario: str, seconds: float, outdir: Path) -> int:
                                sets=[f"loadgen.min_duration_ms={int(seconds * 1000)}"]))
     perf = result.tests[0].performance
     assert perf is not None
-    print(json.dumps({"variant": "suite", "p50_us": perf.latency_ns["50.00_percentile"] / 1e3,
+    import suite
+
+    print(json.dumps({"variant": "suite", "package": str(Path(suite.__file__).parent.parent),
+                      "p50_us": perf.latency_ns["50.00_percentile"] / 1e3,
                       "p90_us": perf.latency_ns["90.00_percentile"] / 1e3}))
     return 0
 
