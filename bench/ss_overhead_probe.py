@@ -14,6 +14,7 @@ on digits and prints one JSON line with LoadGen's p50/p90 (us):
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,6 @@ def main() -> int:
 
     scenario = "offline" if variant.startswith("offline") else "singlestream"
     if variant.startswith("suite"):  # the whole `suite run` path: parent, child, LoadGen
-        import os
-
         os.environ["PYTHONPATH"] = tree  # the child imports the same tree
         return suite_run(scenario, seconds, outdir)
     if variant == "raw-offline":  # one single-threaded session, batch 256: CPU per sample
@@ -57,7 +56,11 @@ def main() -> int:
         cpu = time.thread_time()
         rate = raw.throughput(raw.session(card.onnx_path, 1), images, 256, seconds)
         cpu = time.thread_time() - cpu
+        # and the bench's per-core baseline: one single-threaded loop per core
+        per_core = raw.per_core_throughput(card.onnx_path, images, 256, seconds,
+                                           os.cpu_count() or 1)
         print(json.dumps({"variant": variant, "samples_per_s": rate,
+                          "per_core_samples_per_s": per_core,
                           "cpu_us_per_sample": round(cpu / (rate * seconds) * 1e6, 3)}))
         return 0
     if variant in ("raw", "raw-binding"):  # bench/raw.py's one-sample loop, as long as a run
