@@ -166,8 +166,9 @@ def _test_view(run_dir: Path, test: TestResult) -> TestView:
     if test.mode != "performance" or perf is None:
         return view
     detail = test_dir / DETAIL_LOG
-    if detail.is_file():  # the record itself; result.json holds a copy of the same figures
-        perf = summarize_performance(parse_detail_log(detail), Scenario(perf.scenario))
+    log = parse_detail_log(detail) if detail.is_file() else None
+    if log is not None:  # the record itself; result.json holds a copy of the same figures
+        perf = summarize_performance(log, Scenario(perf.scenario))
     if perf.metric_value is not None:
         shown = f"{perf.metric_value:.4f}" if perf.unit == "ms" else f"{perf.metric_value:,.1f}"
         view.metric = f"{perf.metric_name}: {shown} {perf.unit}"
@@ -187,7 +188,7 @@ def _test_view(run_dir: Path, test: TestResult) -> TestView:
     if view.latency_ms:
         view.cdf_png = report_plots.latency_cdf(view.latency_ms, view.bound_ms, per_query)
     if test.status is Status.INVALID:
-        view.explanations = explain(perf)
+        view.explanations = explain(perf, log)  # the log: an LLM run's TTFT/TPOT bounds
     return view
 
 

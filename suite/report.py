@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
 
 from .explain import explain
+from .logs import DETAIL_LOG, parse_detail_log
 from .results import RunResult, Status, TestResult
 
 _STYLE = {Status.VALID: "green", Status.INVALID: "yellow", Status.FAILED: "red",
@@ -71,7 +73,10 @@ def _test_notes(test: TestResult) -> list[str]:
         notes.append(test.message)
     perf = test.performance
     if perf is not None and test.status is Status.INVALID:
-        notes += [f"INVALID because {item}" for item in explain(perf)]
+        # The detail log beside the result gives an LLM run's TTFT/TPOT bounds.
+        detail = Path(test.directory) / DETAIL_LOG
+        log = parse_detail_log(detail) if detail.is_file() else None
+        notes += [f"INVALID because {item}" for item in explain(perf, log)]
     acc = test.accuracy
     if acc is not None and acc.loadgen_errors:
         notes.append(f"the accuracy log has {len(acc.loadgen_errors)} LoadGen error(s)")
