@@ -48,6 +48,8 @@ from .process_workers import ProcessWorkers, WorkerSpec
 from .scenarios import Scenario
 from .server_policy import derive, derive_max_wait_s
 from .server_queue import Pacer, Query, fill, next_query
+from .sut_inline import inline_issue
+from .sut_watchdog import watch
 
 __all__ = ["DISPATCH", "Dispatch", "FailureLog", "SystemUnderTest", "derive_max_wait_s"]
 
@@ -126,7 +128,7 @@ class SystemUnderTest:
         #: moves, so increments lost between threads do not matter.
         self.batches_begun = 0
         if self.dispatch is Dispatch.INLINE:
-            self.issue = self._inline_issue()  # type: ignore[method-assign,assignment]
+            self.issue = inline_issue(self)  # type: ignore[method-assign,assignment]
         #: Server workers as processes (``sut.worker_model``), made by ``start``.
         self.processes: ProcessWorkers | None = None
         self._worker_spec = worker_spec
@@ -203,7 +205,8 @@ class SystemUnderTest:
                 thread.start()
                 self._threads.append(thread)
             ready.wait(timeout=max(60.0, self.config.watchdog_timeout_s))
-        watchdog = threading.Thread(target=self._watchdog, name="sut-watchdog", daemon=True)
+        watchdog = threading.Thread(target=watch, args=(self,), name="sut-watchdog",
+                                    daemon=True)
         watchdog.start()
 
     def _start_processes(self, spec: WorkerSpec) -> None:
@@ -247,7 +250,7 @@ class SystemUnderTest:
 
     def issue(self, ids: list[int], indices: list[int]) -> None:
         """Server and Offline; for INLINE dispatch ``__init__`` replaces it with
-        ``_inline_issue``'s closure."""
+        ``sut_inline.inline_issue``'s closure."""
         self.issue_calls += 1  # only LoadGen's issue thread writes it
         self.issued_samples += len(ids)
         try:
@@ -271,82 +274,6 @@ class SystemUnderTest:
             # Only registering or queueing can fail here; drain completes what was
             # registered (completing an id twice would crash LoadGen).
             self.fail("harness_error", f"issue_queries failed: {exc!r}", len(ids))
-
-    def _inline_issue(self) -> Callable[[list[int], list[int]], None]:
-        """``issue`` for INLINE dispatch: the query is one batch, run on the issue thread.
-
-        A closure over its collaborators: SingleStream's latency is this path, and each
-        attribute lookup and call layer taken off it is measurable in LoadGen's p90.
-        A one-sample query whose response is a class index takes the shortest form:
-        registered without the table's lock (``InflightTable.inline``), the index
-        written by numpy straight into the completion payload
-        (``postprocess.index_writer``, ``Completer.single_index``), the output
-        contract checked as for every batch.
-        """
-        from .postprocess import index_writer  # sut.py's imports are not this closure's
-
-        hold, release = self.inflight.inline()
-        sample, gather, buffer = self.dataset.sample, self.dataset.gather, self._inline_buffer
-        predict, postprocess, check = self.backend.predict, self.postprocess, self._check
-        complete, complete_empty = self.completer.complete, self.completer.complete_empty
-        write = index_writer(postprocess)
-        # The recording completers of unit tests have no single_index: the general path.
-        single = getattr(self.completer, "single_index", lambda: None)() if write else None
-
-        def batch_of(indices: list[int]) -> Any:
-            return (sample(indices[0]) if len(indices) == 1 else
-                    gather(np.asarray(indices, dtype=np.int64), buffer))
-
-        def issue_batch(ids: list[int], indices: list[int]) -> None:
-            self.issue_calls += 1
-            self.issued_samples += len(ids)
-            try:
-                token = hold(ids)
-            except Exception as exc:  # a bug here must not leave LoadGen waiting
-                self.fail("harness_error", f"issue_queries failed: {exc!r}", len(ids))
-                return
-            if token is None:  # drained: answer at once
-                complete_empty(ids)
-                return
-            try:
-                outputs = predict(batch_of(indices))
-                check(outputs, len(indices))
-                responses = postprocess(outputs)
-            except Exception as exc:
-                self._batch_failed(exc, len(ids))
-                return
-            if release(token):  # not drained (watchdog) while we predicted
-                complete(ids, responses)
-
-        if single is None or write is None:
-            return issue_batch
-        slot, complete_one = single
-
-        def issue(ids: list[int], indices: list[int]) -> None:
-            if len(ids) != 1:
-                issue_batch(ids, indices)
-                return
-            self.issue_calls += 1
-            self.issued_samples += 1
-            try:
-                token = hold(ids)
-            except Exception as exc:  # a bug here must not leave LoadGen waiting
-                self.fail("harness_error", f"issue_queries failed: {exc!r}", 1)
-                return
-            if token is None:  # drained: answer at once
-                complete_empty(ids)
-                return
-            try:
-                outputs = predict(sample(indices[0]))
-                check(outputs, 1)
-                write(outputs, slot)
-            except Exception as exc:
-                self._batch_failed(exc, 1)
-                return
-            if release(token):  # not drained (watchdog) while we predicted
-                complete_one(ids[0])
-
-        return issue
 
     def flush(self) -> None:
         """Nothing is held back: workers batch only within ``max_wait_us``."""
@@ -511,31 +438,6 @@ class SystemUnderTest:
                 self.completer.complete_empty(ids)
             else:
                 self._run((token, ids, indices), buffer, stats)
-
-    def _watchdog(self) -> None:
-        timeout = self.config.watchdog_timeout_s
-        watch_queue = self.dispatch is Dispatch.DYNAMIC and self.processes is None
-        # Since when queries have waited in the Server queue with no batch begun.
-        queued_since, begun = -1.0, self.batches_begun
-        while not self._stop.wait(min(1.0, timeout / 4)):
-            age = self.inflight.oldest_age()
-            if self.processes is not None:
-                self.processes.check_alive()
-                age = max(age, self.processes.oldest_busy_s())
-            stalled = ""
-            if age > timeout:
-                stalled = f"the backend did not answer a batch within {timeout:g} s"
-            elif watch_queue:
-                if not self._queue.qsize() or self.batches_begun != begun:
-                    queued_since, begun = -1.0, self.batches_begun
-                elif queued_since < 0:
-                    queued_since = time.monotonic()
-                elif time.monotonic() - queued_since > timeout:
-                    stalled = f"queries waited {timeout:g} s with no worker taking them"
-            if stalled and not self.draining.is_set():
-                self.failures.record("watchdog_timeout", f"{stalled} (sut.watchdog_timeout_s); "
-                                     "outstanding samples were completed empty")
-                self.drain()
 
 
 def _unchecked(outputs: Any, n: int) -> None:
