@@ -202,7 +202,7 @@ def test_idle_workers_block_instead_of_polling_and_wake_for_the_next_query(
     pids = [process.pid for process in pool._processes]
     pool.issue([1], [3])  # a batch, then idleness: the workers poll a moment, then sleep
     _wait_completed(completer, 1)
-    time.sleep(0.2)  # a hundred times the polling window
+    time.sleep(0.2)  # forty times the polling window (_HOT_S)
     before = _cpu_s(pids)
     time.sleep(2.0)
     idle = _cpu_s(pids) - before
