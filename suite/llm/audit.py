@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..errors import BundleError
 from ..paths import Paths
 
 _HASH = re.compile(r"^hash=([0-9a-f]{64})$")
@@ -23,8 +24,9 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
     """(passed, evidence, found): every recomputed score must equal accuracy.txt's, the
     log's sha256 its ``hash=`` line, and the round's metric the signed claim.
 
-    Raises ``OSError``, ``StopIteration``, ``KeyError``, ``ValueError``, ``SyntaxError`` or a
-    ``SuiteError`` when the bundle gives nothing to recompute from.
+    Raises ``OSError``, ``StopIteration``, ``KeyError``, ``ValueError`` or ``SyntaxError``
+    (``ast.literal_eval``), or a ``SuiteError``, when the bundle gives nothing to
+    recompute from.
     """
     from ..rules import load_rules
     from .accuracy import decode_outputs, score
@@ -37,7 +39,8 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
     stated = ast.literal_eval(next(line for line in lines if line.startswith("{")))
     stated_hash = next(m.group(1) for line in lines if (m := _HASH.match(line)))
     if not isinstance(stated, dict):
-        raise ValueError("accuracy.txt holds no metrics dict")
+        raise BundleError(f"{result}/accuracy/accuracy.txt holds no metrics dict",
+                          hint="the packaged accuracy.txt must carry the ROUGE dict")
     benchmark = str(info["benchmark"])
     metric = load_rules(paths, str(info["round"])).benchmark(benchmark).accuracy_metric
     card = load_llm_card(paths, card_name(benchmark))
