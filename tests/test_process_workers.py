@@ -125,7 +125,7 @@ def test_published_samples_are_what_a_worker_gathers() -> None:
                           lambda *f: None, capacity=8)
     try:
         pool.publish()
-        from suite.process_workers import _Staged
+        from suite.process_worker_loop import _Staged
 
         staged = _Staged(pool._ring.name, dataset.sample_shape, dataset.dtype)
         view = staged.current(1)
