@@ -5,8 +5,9 @@ the real ``resnet50`` pipeline (3 x 224 x 224 inputs through the preprocessing c
 512 synthetic JPEGs) with the ``simulated`` backend:
 
 * Offline at batch 256: our Offline rate on that profile;
-* Server at the round's 15 ms bound: the highest target QPS that ends VALID, by
-  bisection between 0.3 and 1.0 of that Offline rate, each probe a real LoadGen run;
+* Server at the round's 15 ms bound: the highest target QPS that ends VALID (in one of
+  ``ATTEMPTS`` runs), by bisection between 0.3 and 1.0 of that Offline rate (halving
+  below 0.3 when that fails), each probe a real LoadGen run;
 
 and reports Server / Offline with each probe's p99, completed rate and batch record
 (sizes, seconds per phase, the derived batch cap), the evidence of where a missed
@@ -35,6 +36,8 @@ from suite.api import run  # noqa: E402
 from suite.config import ConfigRequest  # noqa: E402
 
 PROFILES = ("resnet50-h100-fp16", "resnet50-4gpu-fp16")
+#: Runs per Server rate; the rate is sustained when one of them is VALID (see ``valid``).
+ATTEMPTS = 2
 
 
 def _images(directory: Path, count: int) -> Path:
@@ -87,15 +90,24 @@ def measure_profile(profile: str, seconds: float, steps: int, env: dict[str, str
     probes: list[dict[str, Any]] = []
 
     def valid(qps: float) -> bool:
-        probe = _run("server", profile, workers, {
-            "loadgen.target_qps": round(qps, 1), "loadgen.min_duration_ms": int(seconds * 1000),
-            "loadgen.min_query_count": 100}, env, runs)
-        probe["target_qps"] = round(qps, 1)
-        probes.append(probe)
-        print(f"  {profile} Server {qps:,.0f} QPS: {probe['status']} p99 "
-              f"{probe['p99_ms'] or 0:.1f} ms, batches {probe['batches'].get('mean_size')}",
-              file=sys.stderr, flush=True)
-        return bool(probe["valid"])
+        # A rate counts as sustained when one of ATTEMPTS runs is VALID, as a submitter
+        # (and `suite tune`'s confirmation) retries: on a shared VM one stall of tens of
+        # ms in a 3 s run puts 1-2 % of its queries past the bound at any rate (measured:
+        # the same 1,800 QPS probe at p99 6.5 and 11.9 ms back to back), and a single
+        # failed probe must not end the search. Every attempt is recorded.
+        for attempt in range(1, ATTEMPTS + 1):
+            probe = _run("server", profile, workers, {
+                "loadgen.target_qps": round(qps, 1),
+                "loadgen.min_duration_ms": int(seconds * 1000),
+                "loadgen.min_query_count": 100}, env, runs)
+            probe["target_qps"], probe["attempt"] = round(qps, 1), attempt
+            probes.append(probe)
+            print(f"  {profile} Server {qps:,.0f} QPS (attempt {attempt}): {probe['status']} "
+                  f"p99 {probe['p99_ms'] or 0:.1f} ms, batches "
+                  f"{probe['batches'].get('mean_size')}", file=sys.stderr, flush=True)
+            if probe["valid"]:
+                return True
+        return False
 
     low, high = 0.3 * rate, 1.0 * rate
     best = 0.0
