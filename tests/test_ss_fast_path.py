@@ -188,3 +188,24 @@ def test_a_shape_that_passed_still_fails_for_another_row_count(digits: ModelCard
     contract.check(np.zeros((2, 10), np.float32), 2)
     with pytest.raises(BackendError, match="dtype int64"):
         contract.check(np.zeros((2, 10), np.int64), 2)
+
+
+def test_a_subclass_that_overrides_predict_keeps_it(digits: ModelCard) -> None:
+    # The onnxruntime backend binds predict as a closure at load; a subclass's own
+    # predict (the steady and fault backends of the tests, a vendor's wrapper) must win.
+    from suite.backends.onnxruntime import OnnxRuntimeBackend
+
+    calls: list[int] = []
+
+    class Counting(OnnxRuntimeBackend):
+        def predict(self, batch: Any) -> Any:
+            calls.append(len(batch))
+            return super().predict(batch)
+
+    plain, counting = OnnxRuntimeBackend(), Counting()
+    plain.load(digits, 4)
+    counting.load(digits, 4)
+    batch = np.zeros((2, *digits.input.sample_shape), dtype=np.float32)
+    assert "predict" in vars(plain)  # the bound fast path
+    assert np.array_equal(counting.predict(batch), plain.predict(batch))
+    assert calls == [2]

@@ -203,7 +203,9 @@ class OnnxRuntimeBackend(BackendBase):
             fast if callable(fast) else session.run)
         self._bind = opts.io_binding == "on" or (
             opts.io_binding == "auto" and opts.providers[0] in _GPU_PROVIDERS)
-        if not self._bind:
+        # A subclass that overrides predict (a fault or padding backend, a vendor's
+        # wrapper) keeps its own: the closure would shadow it.
+        if not self._bind and type(self).predict is OnnxRuntimeBackend.predict:
             # SingleStream calls predict on LoadGen's issue thread: a closure over the
             # run, the names and the output list takes the branch and three attribute
             # lookups off every query.
