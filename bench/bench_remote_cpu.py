@@ -22,6 +22,28 @@ from typing import Any
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
+def _raw_calls(grpc_url: str, http_url: str, sample: Any) -> tuple[Any, Any, Any]:
+    """One raw batch-1 ``tritonclient`` request over gRPC and one over REST JSON, as
+    callables, and the gRPC client (to close)."""
+    import tritonclient.grpc as grpcclient
+    import tritonclient.http as httpclient
+
+    grpc_client = grpcclient.InferenceServerClient(grpc_url.split("://", 1)[1])
+    http_client = httpclient.InferenceServerClient(http_url.split("://", 1)[1])
+
+    def grpc_call() -> None:
+        tensor = grpcclient.InferInput("input", [1, 1, 8, 8], "FP32")
+        tensor.set_data_from_numpy(sample)
+        grpc_client.infer("digits", [tensor]).as_numpy("logits")
+
+    def rest_call() -> None:
+        tensor = httpclient.InferInput("input", [1, 1, 8, 8], "FP32")
+        tensor.set_data_from_numpy(sample, binary_data=False)
+        http_client.infer("digits", [tensor],
+                          headers={"Content-Type": "application/json"}).as_numpy("logits")
+
+    return grpc_call, rest_call, grpc_client
+
 def _stat(pid: int) -> tuple[int, float] | None:
     """(parent pid, CPU seconds incl. reaped children) of ``pid``, or None if gone."""
     try:
@@ -133,8 +155,6 @@ def latency_loop(grpc_url: str, http_url: str, seconds: float) -> dict[str, Any]
     for the card's onnxruntime session in this process (the model's own time)."""
     import numpy as np
     import onnxruntime as ort
-    import tritonclient.grpc as grpcclient
-    import tritonclient.http as httpclient
 
     from suite.models import load_card
     from suite.paths import find_paths
@@ -143,19 +163,7 @@ def latency_loop(grpc_url: str, http_url: str, seconds: float) -> dict[str, Any]
     sample = np.zeros((1, 1, 8, 8), np.float32)
     figures: dict[str, Any] = {}
     session = ort.InferenceSession(str(card.onnx_path), providers=["CPUExecutionProvider"])
-    grpc_client = grpcclient.InferenceServerClient(grpc_url.split("://", 1)[1])
-    http_client = httpclient.InferenceServerClient(http_url.split("://", 1)[1])
-
-    def grpc_call() -> None:
-        tensor = grpcclient.InferInput("input", [1, 1, 8, 8], "FP32")
-        tensor.set_data_from_numpy(sample)
-        grpc_client.infer("digits", [tensor]).as_numpy("logits")
-
-    def rest_call() -> None:
-        tensor = httpclient.InferInput("input", [1, 1, 8, 8], "FP32")
-        tensor.set_data_from_numpy(sample, binary_data=False)
-        http_client.infer("digits", [tensor],
-                          headers={"Content-Type": "application/json"}).as_numpy("logits")
+    grpc_call, rest_call, grpc_client = _raw_calls(grpc_url, http_url, sample)
 
     calls: dict[str, Any] = {"onnxruntime_in_process": lambda: session.run(
         None, {"input": sample}), "grpc": grpc_call, "rest_json": rest_call}
@@ -178,8 +186,6 @@ def cpu_per_request(grpc_url: str, http_url: str, seconds: float) -> dict[str, f
     (``RemoteBackend.predict``: balancer, counters, checks, tritonclient) and raw
     tritonclient, over gRPC and over REST JSON."""
     import numpy as np
-    import tritonclient.grpc as grpcclient
-    import tritonclient.http as httpclient
 
     from suite.backends import create
     from suite.models import load_card
@@ -191,19 +197,7 @@ def cpu_per_request(grpc_url: str, http_url: str, seconds: float) -> dict[str, f
     ours_grpc.load(card, 1)
     ours_rest = create("remote", {"endpoints": [http_url]})
     ours_rest.load(card, 1)
-    grpc_client = grpcclient.InferenceServerClient(grpc_url.split("://", 1)[1])
-    http_client = httpclient.InferenceServerClient(http_url.split("://", 1)[1])
-
-    def raw_grpc() -> None:
-        tensor = grpcclient.InferInput("input", [1, 1, 8, 8], "FP32")
-        tensor.set_data_from_numpy(sample)
-        grpc_client.infer("digits", [tensor]).as_numpy("logits")
-
-    def raw_rest() -> None:
-        tensor = httpclient.InferInput("input", [1, 1, 8, 8], "FP32")
-        tensor.set_data_from_numpy(sample, binary_data=False)
-        http_client.infer("digits", [tensor],
-                          headers={"Content-Type": "application/json"}).as_numpy("logits")
+    raw_grpc, raw_rest, grpc_client = _raw_calls(grpc_url, http_url, sample)
 
     figures = {}
     for name, call in (("ours_grpc", lambda: ours_grpc.predict(sample)), ("raw_grpc", raw_grpc),

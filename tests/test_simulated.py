@@ -237,6 +237,8 @@ def test_a_server_run_records_its_batches_and_respects_the_cap(runs_dir: Path) -
     status = _status(only_run_dir(runs_dir))
     cap = status["derived"]["batch_cap"]
     assert 1 <= cap <= 64
+    # digits-h100: 0.19 ms a call, nearly all fixed: paced, within the cap's share.
+    assert 0 < status["derived"]["dispatch_interval_us"] <= 0.8 * cap / 3000 * 1e6
     batches = status["batches"]
     assert batches["input_form"] == "model"  # digits has no raw form
     assert batches["samples"] == status["samples_completed"] > 0
