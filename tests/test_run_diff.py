@@ -31,7 +31,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         runs_dir = root / "runs"
         before = set(runs_dir.iterdir()) if runs_dir.is_dir() else set()
         proc = run_cli("run", "--benchmark", "digits", "--scenario", "offline", "--backend",
-                       "null", "--quick", "--runs-dir", str(runs_dir), *extra)
+                       "null", "--quick", "--runs-dir", str(runs_dir),
+                       # above what the null backend completes here, so LoadGen's query
+                       # outlasts min_duration and the runs end VALID
+                       "--set", "loadgen.expected_qps=3000000", *extra)
+        # The scenario's expected rate once sized the query below what the null backend
+        # completed (1.5 M samples/s): the run ended before min_duration, INVALID.
         assert proc.returncode == 0, proc.stderr[-2000:]
         (made[name],) = set(runs_dir.iterdir()) - before
     return made
