@@ -6,7 +6,8 @@ overdue ones) on a ``SimpleQueue`` untouched; a worker takes the first and ``fil
 adds queued ones until the batch is full or its wait has passed, so batches grow with
 the backlog. A query that does not fit is cut, and its rest starts later batches.
 Where the policy paces batches (``server_policy.dispatch_interval_s``), a ``Pacer``
-gives each batch the time it may leave, an interval after the one before it.
+gives each batch the time it may leave, an interval after the one before it, and only
+the worker holding ``Pacer.forming`` takes queries.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ class Pacer:
         self.interval_s = interval_s
         self._next = 0.0
         self._lock = threading.Lock()
+        #: Held by the worker forming a batch, from its first query until the batch
+        #: leaves. Without it every idle worker took a query and reserved a later time,
+        #: so with three idle a query could wait two intervals more than the queue
+        #: required, behind batches that left before its own.
+        self.forming = threading.Lock()
 
     def reserve(self, now: float) -> float:
         """The earliest time (``perf_counter``) at which this batch may leave."""

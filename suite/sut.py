@@ -410,30 +410,37 @@ class SystemUnderTest:
         carry: collections.deque[Query] = collections.deque()
         stopping = False
         while not stopping:
-            first = carry.popleft() if carry else next_query(self._queue)
-            if first is None:
-                return
-            self.batches_begun += 1
-            queries: list[Query] = [first]
-            try:
-                count, stopping = fill(self._queue, queries, carry, wait, max_batch, self.waits,
-                                       pacer)
-                if 2 * count >= max_batch:
-                    wait = min(max_wait, max(2 * wait, 50e-6))
-                else:
-                    wait = wait / 2 if wait > 20e-6 else 0.0
-                if len(queries) == 1:
-                    ids, indices = queries[0]
-                else:
-                    ids = list(chain.from_iterable(q[0] for q in queries))
-                    indices = list(chain.from_iterable(q[1] for q in queries))
-                token = self.inflight.add(ids)
-            except BaseException:
-                # What this worker holds is in no table a drain reaches: answer it here,
-                # or LoadGen waits for it forever (_warm_then records the failure).
-                self.completer.complete_empty(
-                    [qid for query in (*queries, *carry) for qid in query[0]])
-                raise
+            # Paced, one worker at a time takes queries while its batch waits for its
+            # time (Pacer.forming): the others wait without queries, so a query is
+            # never held back behind batches due to leave before its own. A worker
+            # with a carry already holds its next batch's queries and needs no turn
+            # (waiting for one deadlocked: the turn's holder waits for new queries).
+            forming = pacer.forming if pacer is not None and not carry else None
+            with forming if forming is not None else contextlib.nullcontext():
+                first = carry.popleft() if carry else next_query(self._queue)
+                if first is None:
+                    return
+                self.batches_begun += 1
+                queries: list[Query] = [first]
+                try:
+                    count, stopping = fill(self._queue, queries, carry, wait, max_batch,
+                                           self.waits, pacer)
+                    if 2 * count >= max_batch:
+                        wait = min(max_wait, max(2 * wait, 50e-6))
+                    else:
+                        wait = wait / 2 if wait > 20e-6 else 0.0
+                    if len(queries) == 1:
+                        ids, indices = queries[0]
+                    else:
+                        ids = list(chain.from_iterable(q[0] for q in queries))
+                        indices = list(chain.from_iterable(q[1] for q in queries))
+                    token = self.inflight.add(ids)
+                except BaseException:
+                    # What this worker holds is in no table a drain reaches: answer it here,
+                    # or LoadGen waits for it forever (_warm_then records the failure).
+                    self.completer.complete_empty(
+                        [qid for query in (*queries, *carry) for qid in query[0]])
+                    raise
             if token is None:  # drained while this batch was gathered
                 self.completer.complete_empty(ids)
             else:

@@ -112,3 +112,37 @@ def test_eos_masking_follows_each_row_when_rows_move() -> None:
         batcher.step()
     assert done == {i: alone[i] for i in range(N)}
     assert len({len(t) for t in alone}) > 1, "the outputs should stop at different lengths"
+
+
+def test_rows_released_together_move_no_cache_and_holes_are_refilled() -> None:
+    """A wave that stops together leaves nothing to move; a hole in the middle is
+    refilled from the last live row before the next step, and every output still equals
+    its batch-of-1 output."""
+    backend, dataset, _, alone = _setup()
+    moves: list[tuple[int, int]] = []
+    move = backend.pool.move
+
+    def counted(src: int, dst: int) -> None:
+        moves.append((src, dst))
+        move(src, dst)
+
+    backend.pool.move = counted  # type: ignore[method-assign]
+    try:
+        for seq in range(4):
+            backend.prefill(seq, dataset.prompts[seq])
+        for seq in range(4):  # the whole wave stops at once: no row is moved
+            backend.release(seq)
+        assert moves == [] and backend.live == 0
+        tokens = {seq: [backend.prefill(seq, dataset.prompts[seq])] for seq in range(3)}
+        backend.release(0)  # a hole at row 0: filled by row 2 before the next step
+        del tokens[0]
+        while any(len(t) < len(alone[s]) for s, t in tokens.items()):
+            for seq, token in backend.decode().items():
+                tokens[seq].append(token)
+            for seq in [s for s, t in tokens.items() if len(t) == len(alone[s])]:
+                backend.release(seq)
+                assert tokens[seq] == alone[seq]
+                tokens[seq].append(-1)  # done: stop comparing
+        assert moves[0] == (2, 0) and backend.live == 0
+    finally:
+        backend.pool.move = move  # type: ignore[method-assign]

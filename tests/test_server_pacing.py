@@ -15,8 +15,10 @@ import pytest
 
 from suite.datasets.base import InMemoryDataset
 from suite.errors import DatasetError
+from suite.scenarios import Scenario
 from suite.server_policy import BatchCost, derive, dispatch_interval_s
 from suite.server_queue import Pacer, Query, fill
+from tests.test_sut import EchoBackend, make_sut, wait_for
 
 H100 = BatchCost(4.5e-3, 0.08e-3)  # the resnet50-h100-fp16 profile's a + b x n
 
@@ -54,6 +56,37 @@ def test_derive_fits_the_fastest_warmup_calls_and_records_the_interval() -> None
     assert policy.interval_s > 0
     assert policy.record["dispatch_interval_us"] == pytest.approx(policy.interval_s * 1e6, abs=0.1)
     assert 1 <= policy.batch_cap <= 256
+
+
+def test_paced_workers_do_not_hold_queries_behind_each_other() -> None:
+    # Four idle workers, batches 0.3 s apart, queries a few ms apart: only the worker
+    # forming a batch takes queries, so the first leaves at once and the next three
+    # leave together at the next time. (Were every idle worker to take one, each would
+    # hold its query for one more interval: [[1], [2], [3], [4]] over 0.9 s.)
+    sut, done = make_sut(Scenario.SERVER, EchoBackend(), max_batch_size=8, workers=4)
+    sut.interval_s = 0.3
+    sut.start()
+    sut.issue([1], [1])
+    wait_for(lambda: done.completed == 1)
+    for qid in (2, 3, 4):
+        sut.issue([qid], [qid])
+        time.sleep(0.01)  # long enough for an idle worker to take it
+    wait_for(lambda: done.completed == 4)
+    sut.stop()
+    assert done.batches == [[1], [2, 3, 4]]
+
+
+def test_a_paced_worker_with_the_rest_of_a_cut_query_needs_no_turn() -> None:
+    # One coalesced query of 10 samples, batches of at most 4: the worker that takes it
+    # carries the other 6 and must send them while another worker holds the turn,
+    # waiting for new queries that never come (the end of a run).
+    sut, done = make_sut(Scenario.SERVER, EchoBackend(), max_batch_size=4, workers=2)
+    sut.interval_s = 0.01
+    sut.start()
+    sut.issue(list(range(10)), list(range(10)))
+    wait_for(lambda: done.completed == 10)
+    sut.stop()
+    assert sorted(len(batch) for batch in done.batches) == [2, 4, 4]
 
 
 def test_the_pacer_spaces_reservations_and_is_immediate_after_idle() -> None:

@@ -91,8 +91,12 @@ def load_torch_model(card: LLMCard, device: str = "cpu") -> Any:
 class TorchGenerationBackend:
     """Greedy generation on a ``model.py`` with ``prefill``/``decode`` over a KV pool.
 
-    Live sequences occupy pool rows 0..n-1; a released sequence's row is refilled with the
-    last row's cache (one row copied), so a decode step always runs on a contiguous view.
+    Live sequences occupy pool rows 0..n-1, so a decode step always runs on a contiguous
+    view. A released row is left as a hole until the next step, which then refills each
+    hole with the last live row's cache (one row copied each): rows released from the end
+    cost nothing, so a wave of sequences that stop together (tinylm's outputs nearly all
+    run to max_new_tokens) moves no cache at all, where refilling at each release moved
+    half of them.
     """
 
     def __init__(self, card: LLMCard, max_sequences: int, device: str = "cpu",
@@ -108,7 +112,8 @@ class TorchGenerationBackend:
         self.max_sequences = max_sequences
         self.model = load_torch_model(card, device)
         self.pool = self.model.new_pool(max_sequences)
-        self._seqs: list[int] = []  # row -> seq
+        self._seqs: list[int | None] = []  # row -> seq (None: a hole, until _compact)
+        self._holes = 0
         self._row: dict[int, int] = {}
         self._pos = torch.zeros(max_sequences, dtype=torch.long, device=device)
         self._last = torch.zeros(max_sequences, dtype=torch.long, device=device)
@@ -118,7 +123,7 @@ class TorchGenerationBackend:
 
     @property
     def live(self) -> int:
-        return len(self._seqs)
+        return len(self._row)
 
     def _pick(self, logits: torch.Tensor, early: list[int]) -> torch.Tensor:
         """Greedy tokens for rows of ``logits`` (B, V); EOS masked in the ``early`` rows."""
@@ -131,6 +136,8 @@ class TorchGenerationBackend:
         torch = self._torch
         if seq in self._row:
             raise BackendError(f"sequence {seq} is already live")
+        if self._holes:
+            self._compact()
         if len(self._seqs) >= self.max_sequences:
             raise BackendError(f"no free slot: {self.max_sequences} sequences are live")
         row = len(self._seqs)
@@ -147,6 +154,8 @@ class TorchGenerationBackend:
         return int(token)
 
     def decode(self) -> dict[int, int]:
+        if self._holes:
+            self._compact()
         n = len(self._seqs)
         if n == 0:
             return {}
@@ -160,22 +169,41 @@ class TorchGenerationBackend:
             young[row] += 1
             if young[row] >= self.config.min_new_tokens:
                 del young[row]
-        return dict(zip(self._seqs, tokens.tolist(), strict=True))
+        return dict(zip(self._seqs, tokens.tolist(), strict=True))  # type: ignore[arg-type]
 
     def release(self, seq: int) -> None:
         row = self._row.pop(seq)
         self._young.pop(row, None)
-        last = len(self._seqs) - 1
-        if row != last:  # keep rows packed: move the last sequence into the hole
-            moved = self._seqs[last]
-            self.pool.move(last, row)
-            self._pos[row] = self._pos[last]
-            self._last[row] = self._last[last]
-            if last in self._young:
-                self._young[row] = self._young.pop(last)
-            self._seqs[row] = moved
-            self._row[moved] = row
-        self._seqs.pop()
+        self._seqs[row] = None
+        self._holes += 1
+        self._trim()
+
+    def _trim(self) -> None:
+        """Drop the holes at the end of the rows: nothing needs to move into them."""
+        seqs = self._seqs
+        while seqs and seqs[-1] is None:
+            seqs.pop()
+            self._holes -= 1
+
+    def _compact(self) -> None:
+        """Fill each hole with the last live row, so rows 0..n-1 are the live ones."""
+        seqs, young = self._seqs, self._young
+        row = 0
+        while row < len(seqs):
+            if seqs[row] is None:
+                last = len(seqs) - 1  # live: _trim keeps the last row live
+                moved = seqs.pop()
+                assert moved is not None
+                self.pool.move(last, row)
+                self._pos[row] = self._pos[last]
+                self._last[row] = self._last[last]
+                if last in young:
+                    young[row] = young.pop(last)
+                seqs[row] = moved
+                self._row[moved] = row
+                self._holes -= 1
+                self._trim()
+            row += 1
 
 
 def generate(backend: GenerationBackend, config: GenerationConfig, prompt: Sequence[int],
