@@ -1,6 +1,7 @@
 """Where the CPU goes in a Server run: per thread and per process, over its steady state.
 
-Runs ``suite run --scenario server`` at ``--qps`` on digits, finds the LoadGen child
+Runs ``suite run --scenario server`` at ``--qps`` (on digits and onnxruntime, unless
+``--benchmark``, ``--backend`` and ``--set`` say otherwise), finds the LoadGen child
 process and its worker processes, and reads every thread's CPU time from ``/proc``
 between 30 % and 80 % of the run: exact, and without slowing the run the way a sampling
 profiler does (py-spy with native frames made the same run INVALID). Threads are named
@@ -10,6 +11,9 @@ called ``StartTest``; ``_complete_loop`` is our completion thread. Writes
 ``bench/results/server_cpu_<time>.json`` and prints a table.
 
     python bench/server_cpu_profile.py --qps 200000 --seconds 10
+    python bench/server_cpu_profile.py --benchmark resnet50 --backend simulated \
+        --worker-model threads --workers 8 --batch 256 --qps 9600 \
+        --set 'backend.simulated.profile="resnet50-4gpu-fp16"' --set data.dataset_dir=...
 """
 
 from __future__ import annotations
@@ -102,9 +106,15 @@ def main() -> int:
     parser.add_argument("--worker-model", default="processes")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--benchmark", default="digits")
+    parser.add_argument("--backend", default="onnxruntime")
+    parser.add_argument("--set", action="append", default=[], dest="sets",
+                        metavar="KEY=VALUE", help="more config (repeatable), as suite run's")
     args = parser.parse_args()
     runs = Path(tempfile.mkdtemp(prefix="server_cpu_"))
     command = [sys.executable, "-m", "suite", "run", "--scenario", "server", "--quick",
+               "--benchmark", args.benchmark, "--backend", args.backend,
+               *(arg for value in args.sets for arg in ("--set", value)),
                "--set", f"sut.worker_model={args.worker_model}",
                "--set", f"sut.workers={args.workers}",
                "--set", f"sut.max_batch_size={args.batch}",

@@ -155,7 +155,10 @@ class SystemUnderTest:
         staged; recorded in ``status.json``."""
         if self.processes is not None:
             return {"input_form": self.input_form, **self.processes.batch_profile()}
-        return {"input_form": self.input_form, **merge(self._stats)}
+        profile = {"input_form": self.input_form, **merge(self._stats)}
+        if record := self.backend.run_record():  # what the backend saw of its calls
+            profile["backend"] = record
+        return profile
 
     def warmup(self) -> None:
         """Predict zero batches before LoadGen starts (JIT, allocators, caches), timing
@@ -205,6 +208,7 @@ class SystemUnderTest:
                 thread.start()
                 self._threads.append(thread)
             ready.wait(timeout=max(60.0, self.config.watchdog_timeout_s))
+        self.backend.begin_record()  # every warm-up call is behind us
         watchdog = threading.Thread(target=watch, args=(self,), name="sut-watchdog",
                                     daemon=True)
         watchdog.start()

@@ -17,7 +17,7 @@ import importlib.util
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -179,6 +179,15 @@ class BackendBase:
         (page-locked memory where a device copies from it), or None: the SUT then
         allocates a plain one. ``predict`` receives ``buffer[:n]`` of it."""
         return None
+
+    def begin_record(self) -> None:
+        """The measured run starts (warm-up is over): what ``run_record`` reports
+        counts from here. Nothing by default."""
+
+    def run_record(self) -> dict[str, Any]:
+        """What the backend measured of its own calls since ``begin_record``, for
+        ``status.json`` (``batches.backend``); nothing by default."""
+        return {}
 
     def close(self) -> None:
         """Nothing to release by default."""
