@@ -15,6 +15,13 @@ target went. Every figure is LoadGen's, read from the run's ``result.json`` and
 ``status.json``.
 
     python bench/bench_simulated.py --seconds 3
+
+``--rates`` probes fixed rates instead (each ``--repeat`` times, rates interleaved, with
+``--set`` for an A/B of a setting) and prints each run's LoadGen p99 beside where its
+calls' time went on the simulated devices (``batches.backend``):
+
+    python bench/bench_simulated.py --profile resnet50-4gpu-fp16 --rates 8000,9600 \
+        --repeat 3 --set sut.switch_interval_us=500
 """
 
 from __future__ import annotations
@@ -134,14 +141,45 @@ def measure_profile(profile: str, seconds: float, steps: int, env: dict[str, str
             "server_probes": probes}
 
 
-def measure(seconds: float, steps: int, tmp: Path,
-            profiles: tuple[str, ...] = PROFILES) -> dict[str, Any]:
+def _env(tmp: Path) -> dict[str, str]:
     images = _images(tmp / "images", 512)
     model = tmp / "stand-in.onnx"
     model.write_bytes(b"the simulated backend loads no model file")
-    env = {"images": str(images), "model": str(model), "cache": str(tmp / "cache")}
+    return {"images": str(images), "model": str(model), "cache": str(tmp / "cache")}
+
+
+def measure(seconds: float, steps: int, tmp: Path,
+            profiles: tuple[str, ...] = PROFILES) -> dict[str, Any]:
+    env = _env(tmp)
     return {name: measure_profile(name, seconds, steps, env, tmp / f"runs-{name}")
             for name in profiles}
+
+
+def probe_rates(profiles: tuple[str, ...], rates: list[float], repeat: int, seconds: float,
+                sets: list[str], tmp: Path) -> list[dict[str, Any]]:
+    """Server runs at fixed ``rates``, ``repeat`` rounds, every profile and rate in each."""
+    from suite.backends.simulated import load_profile
+
+    env, probes = _env(tmp), []
+    extra = dict(item.split("=", 1) for item in sets)
+    for attempt in range(1, repeat + 1):
+        for profile in profiles:
+            spec = load_profile(REPO / "reference_models" / "simulated" / "profiles.toml",
+                                profile)
+            for qps in rates:
+                probe = _run("server", profile, spec.devices * spec.streams, {
+                    "loadgen.target_qps": qps, "loadgen.min_duration_ms": int(seconds * 1000),
+                    "loadgen.min_query_count": 100, **extra}, env, tmp / f"runs-{profile}")
+                probe.update(profile=profile, target_qps=qps, attempt=attempt, sets=sets)
+                probes.append(probe)
+                device = probe["batches"].get("backend", {})
+                print(f"{profile} {qps:,.0f} QPS: {probe['status']} p99 "
+                      f"{probe['p99_ms'] or 0:.1f} ms; batches of mean "
+                      f"{probe['batches'].get('mean_size')}; device p99 "
+                      f"{device.get('device_ms', {}).get('p99')} ms (queued "
+                      f"{device.get('queued_ms', {}).get('p99')}), late return p99 "
+                      f"{device.get('late_return_ms', {}).get('p99')} ms", flush=True)
+    return probes
 
 
 def main() -> int:
@@ -151,7 +189,28 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument("--profile", action="append", choices=PROFILES,
                         help="measure only this profile (repeatable; default: all)")
+    parser.add_argument("--rates", help="probe these Server rates (comma-separated QPS) "
+                        "instead of searching")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of --rates")
+    parser.add_argument("--set", action="append", default=[], dest="sets",
+                        metavar="KEY=VALUE", help="config for the --rates runs (repeatable)")
     args = parser.parse_args()
+    if args.rates:
+        with tempfile.TemporaryDirectory() as name:
+            load_before = os.getloadavg()
+            probes = probe_rates(tuple(args.profile or PROFILES),
+                                 [float(r) for r in args.rates.split(",")], args.repeat,
+                                 args.seconds, args.sets, Path(name))
+            record: dict[str, Any] = {
+                "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+                "load_average": {"before": load_before, "after": os.getloadavg()},
+                "probes": probes}
+        args.out.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        path = args.out / f"bench_simulated_probes_{stamp}.json"
+        path.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"written: {path}")
+        return 0
     with tempfile.TemporaryDirectory() as name:
         # The load average before and after: the figures are host-bound, and a busy
         # machine (others' jobs on the same cores) moves them more than any change.
