@@ -30,7 +30,6 @@ import time
 import traceback
 from collections.abc import Callable
 from enum import Enum
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -47,8 +46,9 @@ from .postprocess import Postprocess
 from .process_workers import ProcessWorkers, WorkerSpec
 from .scenarios import Scenario
 from .server_policy import derive, derive_max_wait_s
-from .server_queue import Pacer, Query, fill, next_query
+from .server_queue import Pacer, Query, next_query
 from .sut_inline import inline_issue
+from .sut_server import server_worker
 from .sut_watchdog import watch
 
 __all__ = ["DISPATCH", "Dispatch", "FailureLog", "SystemUnderTest", "derive_max_wait_s"]
@@ -400,56 +400,9 @@ class SystemUnderTest:
             elif next_query(self._queue) is None:  # nothing to carve: wait for a query or stop
                 return
 
-    def _dynamic_worker(self) -> None:
-        max_batch = self.batch_cap
-        max_wait = self.max_wait_s
-        pacer = self._pacer
-        # The wait adapts to the load (halved after a batch under half full, doubled after
-        # a fuller one, never above max_wait): at light load waiting only adds latency, at
-        # heavy load it fills batches.
-        wait = max_wait
-        buffer, stats = self._new_buffer(), self._new_stats()
-        # The rest of a query that did not fit, in batch-sized pieces: a coalesced query
-        # can hold thousands of samples after a stall, and cutting it once is O(n).
-        carry: collections.deque[Query] = collections.deque()
-        stopping = False
-        while not stopping:
-            # Paced, one worker at a time takes queries while its batch waits for its
-            # time (Pacer.forming): the others wait without queries, so a query is
-            # never held back behind batches due to leave before its own. A worker
-            # with a carry already holds its next batch's queries and needs no turn
-            # (waiting for one deadlocked: the turn's holder waits for new queries).
-            forming = pacer.forming if pacer is not None and not carry else None
-            with forming if forming is not None else contextlib.nullcontext():
-                first = carry.popleft() if carry else next_query(self._queue)
-                if first is None:
-                    return
-                self.batches_begun += 1
-                queries: list[Query] = [first]
-                try:
-                    count, stopping = fill(self._queue, queries, carry, wait, max_batch,
-                                           self.waits, pacer)
-                    if 2 * count >= max_batch:
-                        wait = min(max_wait, max(2 * wait, 50e-6))
-                    else:
-                        wait = wait / 2 if wait > 20e-6 else 0.0
-                    if len(queries) == 1:
-                        ids, indices = queries[0]
-                    else:
-                        ids = list(chain.from_iterable(q[0] for q in queries))
-                        indices = list(chain.from_iterable(q[1] for q in queries))
-                    token = self.inflight.add(ids)
-                except BaseException:
-                    # What this worker holds is in no table a drain reaches: answer it here,
-                    # or LoadGen waits for it forever (_warm_then records the failure).
-                    self.completer.complete_empty(
-                        [qid for query in (*queries, *carry) for qid in query[0]])
-                    raise
-            if token is None:  # drained while this batch was gathered
-                self.completer.complete_empty(ids)
-            else:
-                self._run((token, ids, indices), buffer, stats)
 
+    def _dynamic_worker(self) -> None:
+        server_worker(self)  # sut_server: the Server worker loop
 
 def _unchecked(outputs: Any, n: int) -> None:
     """No output contract (a SUT built without a model card, in unit tests)."""
