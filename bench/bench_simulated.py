@@ -18,7 +18,7 @@ target went. Every figure is LoadGen's, read from the run's ``result.json`` and
 
 ``--rates`` probes fixed rates instead (each ``--repeat`` times, rates interleaved, with
 ``--set`` for an A/B of a setting) and prints each run's LoadGen p99 beside where its
-calls' time went on the simulated devices (``batches.backend``):
+calls' time went on the simulated devices (the backend's run record, ``backend.run``):
 
     python bench/bench_simulated.py --profile resnet50-4gpu-fp16 --rates 8000,9600 \
         --repeat 3 --set sut.switch_interval_us=500
@@ -80,6 +80,7 @@ def _run(scenario: str, profile: str, workers: int, sets: dict[str, Any], env: d
                    if perf is not None and perf.latency_ns else None),
         "derived": status.get("derived", {}),
         "batches": status.get("batches", {}),
+        "device": status.get("backend", {}).get("run", {}),
         "run_dir": str(result.run_dir),
     }
 
@@ -172,7 +173,7 @@ def probe_rates(profiles: tuple[str, ...], rates: list[float], repeat: int, seco
                     "loadgen.min_query_count": 100, **extra}, env, tmp / f"runs-{profile}")
                 probe.update(profile=profile, target_qps=qps, attempt=attempt, sets=sets)
                 probes.append(probe)
-                device = probe["batches"].get("backend", {})
+                device = probe["device"]
                 print(f"{profile} {qps:,.0f} QPS: {probe['status']} p99 "
                       f"{probe['p99_ms'] or 0:.1f} ms; batches of mean "
                       f"{probe['batches'].get('mean_size')}; device p99 "

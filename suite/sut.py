@@ -155,10 +155,7 @@ class SystemUnderTest:
         staged; recorded in ``status.json``."""
         if self.processes is not None:
             return {"input_form": self.input_form, **self.processes.batch_profile()}
-        profile = {"input_form": self.input_form, **merge(self._stats)}
-        if record := self.backend.run_record():  # what the backend saw of its calls
-            profile["backend"] = record
-        return profile
+        return {"input_form": self.input_form, **merge(self._stats)}
 
     def warmup(self) -> None:
         """Predict zero batches before LoadGen starts (JIT, allocators, caches), timing

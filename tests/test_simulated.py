@@ -245,7 +245,7 @@ def test_a_server_run_records_its_batches_and_respects_the_cap(runs_dir: Path) -
     largest = max(int(key.split("-")[-1]) for key in batches["size_histogram"])
     assert largest <= 1 << (cap - 1).bit_length()  # the bin holding the cap at most
     # Where the calls' time went on the device, from the run's calls only (not warm-up).
-    device = batches["backend"]
+    device = status["backend"]["run"]
     assert device["calls"] == batches["batches"]
     assert device["cold_calls"] == 0  # shapes = "all": every size warmed at load
     for q in ("p50", "p90", "p99"):  # per call: device time = idle time + queued

@@ -185,8 +185,9 @@ class BackendBase:
         counts from here. Nothing by default."""
 
     def run_record(self) -> dict[str, Any]:
-        """What the backend measured of its own calls since ``begin_record``, for
-        ``status.json`` (``batches.backend``); nothing by default."""
+        """What the backend measured of its own calls since ``begin_record``, recorded
+        by the child as ``backend.run`` in ``status.json`` and ``result.json``; nothing
+        by default."""
         return {}
 
     def close(self) -> None:
