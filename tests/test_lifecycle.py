@@ -73,12 +73,16 @@ def test_a_setup_that_never_ends_is_killed_at_the_setup_bound(
 
 @pytest.fixture(scope="module")
 def finished_test(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The performance directory of a real, completed quick run (null backend)."""
+    """The performance directory of a real, completed quick run (null backend).
+
+    LoadGen is asked for more than the null backend completes (expected_qps 3M), so the
+    run outlasts min_duration and ends VALID: at digits' quick 1.2M, a null backend
+    at 1.35M samples/s once made it INVALID in CI (min duration not met)."""
     runs = tmp_path_factory.mktemp("runs")
     proc = subprocess.run(
         [str(REPO / ".venv/bin/python"), "-m", "suite", "run", "--quick", "--backend", "null",
-         "--runs-dir", str(runs)], cwd=REPO, env=cli_env(), capture_output=True, text=True,
-        timeout=300)
+         "--set", "loadgen.expected_qps=3000000", "--runs-dir", str(runs)], cwd=REPO,
+        env=cli_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return only_run_dir(runs) / "performance"
 
