@@ -293,7 +293,7 @@ def main() -> int:
             # tinylm Offline against the best raw static batch, and the harness's CPU
             # share; small settings (about a minute): the Server ladders are bench_llm.py's
             "llm": None if args.skip_llm else bench_llm.measure(
-                tmp / "llm", samples=128, batches=(16, 32, 64)),
+                tmp / "llm", samples=128, batches=(16, 32, 64), repeats=5),
             "note": "harness figures are LoadGen's own; raw figures time session.run in a "
                     "plain loop; ratios are formed within this invocation",
         }
