@@ -133,5 +133,5 @@ class LLMSystemUnderTest:
                 "decode_steps": len(sizes),
                 "mean_live": round(sum(sizes) / len(sizes), 3) if sizes else 0.0,
                 "max_live": max(sizes, default=0), "tokens": self.tokens_out,
-                **({"cpu_s": round(self._cpu_spent[0], 4), "wall_s": round(self._cpu_spent[1], 4)}
+                **({"cpu_s": round(self._cpu_spent[0], 6), "wall_s": round(self._cpu_spent[1], 6)}
                    if self._cpu_spent else {})}
