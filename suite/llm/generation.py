@@ -95,8 +95,8 @@ class TorchGenerationBackend:
     view. A released row is left as a hole until the next step, which then refills each
     hole with the last live row's cache (one row copied each): rows released from the end
     cost nothing, so a wave of sequences that stop together (tinylm's outputs nearly all
-    run to max_new_tokens) moves no cache at all, where refilling at each release moved
-    half of them.
+    run to max_new_tokens) moves no cache at all, where refilling at each release copied
+    a row for nearly every release but the last row's.
     """
 
     def __init__(self, card: LLMCard, max_sequences: int, device: str = "cpu",
