@@ -370,8 +370,11 @@ def _print(report: dict[str, Any]) -> None:
                       f"{figures['offline_samples_per_s']:,.0f}")
         table.add_row(f"simulated {figures['profile']}: Server max VALID QPS (15 ms)",
                       f"{figures['server_max_valid_qps']:,.0f}")
+        by_model = ", ".join(f"{m} {v['over_offline_ratio']:.3f}" for m, v in
+                             figures.get("server_by_worker_model", {}).items())
         table.add_row(f"simulated {figures['profile']}: Server / Offline (target >= 0.8)",
-                      f"{figures['server_over_offline_ratio']:.3f}")
+                      f"{figures['server_over_offline_ratio']:.3f} "
+                      f"({figures.get('server_worker_model', 'threads')}; {by_model})")
     fixed = report.get("fixed_cost")
     if fixed:
         table.add_row("a digits run's fixed cost outside LoadGen, s (target <= 1)",

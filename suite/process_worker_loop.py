@@ -40,13 +40,15 @@ if TYPE_CHECKING:
 def _worker_main(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout,
                  locks: tuple[Any, Any], writer: Any, errors: Any, max_batch: int,
                  max_wait_s: float, interval_s: float, sample_shape: tuple[int, ...],
-                 sample_dtype: str, response_dtype: str, raw: RawInput | None) -> None:
-    """Build the backend, then claim, predict and hand back batches until stopped."""
+                 sample_dtype: str, response_dtype: str, raw: RawInput | None,
+                 share: Any = None) -> None:
+    """Build the backend, then claim, predict and hand back batches until stopped.
+    ``share``: the LoadGen process's backend's ``worker_share``, if any."""
     _die_with_parent()
     try:
         _serve(spec, number, ring_name, layout, locks, writer, max_batch,
                (max_wait_s, interval_s), sample_shape, np.dtype(sample_dtype),
-               np.dtype(response_dtype), raw)
+               np.dtype(response_dtype), raw, share)
     except BaseException as exc:
         errors.put((number, repr(exc), traceback.format_exc()))
         writer.send_bytes(_MESSAGE.pack(_FAILED, number, 0))
@@ -74,7 +76,7 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout,
            locks: tuple[Any, Any], writer: Any, max_batch: int, waits: tuple[float, float],
            sample_shape: tuple[int, ...],
            sample_dtype: np.dtype[Any], response_dtype: np.dtype[Any],
-           raw: RawInput | None) -> None:
+           raw: RawInput | None, share: Any) -> None:
     from .child import load_model
     from .errors import BackendError
     from .output_contract import OutputContract
@@ -82,6 +84,8 @@ def _serve(spec: WorkerSpec, number: int, ring_name: str, layout: _Layout,
 
     claim_lock, wake = locks  # the claim lock; the semaphore a sleeping worker waits on
     card, backend, _ = load_model(spec.home, spec.config)
+    if share is not None:
+        backend.attach_share(share)
     if raw is not None and not backend.accept_raw_input(raw):
         raise BackendError("the backend took the raw input form in the LoadGen process "
                            "but refused it in a worker process")

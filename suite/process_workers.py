@@ -69,13 +69,15 @@ class ProcessWorkers:
 
     def __init__(self, spec: WorkerSpec, dataset: InMemoryDataset, completer: Completer,
                  workers: int, max_batch: int, on_failure: Callable[[str, str, int, str], None],
-                 capacity: int = 1 << 20) -> None:
+                 capacity: int = 1 << 20, share: Any = None) -> None:
         self.spec = spec
         self.dataset = dataset
         self.completer = completer
         self.workers = workers
         self.max_batch = max_batch
         self._on_failure = on_failure
+        #: What the workers' backends share with the LoadGen process's (worker_share).
+        self.share = share
         self.layout = _Layout(capacity, workers, completer.row_nbytes)
         self._ring = shared_memory.SharedMemory(create=True, size=self.layout.nbytes)
         self._ctrl, self._indices, self._responses = self.layout.views(
@@ -117,7 +119,7 @@ class ProcessWorkers:
                       (self._claim_lock, self._wake), self._writer, self._errors,
                       self.max_batch, max_wait_s, interval_s,
                       dataset.sample_shape, str(dataset.dtype), str(self.completer.dtype),
-                      dataset.raw))
+                      dataset.raw, self.share))
             process.start()
             self._processes.append(process)
         ready, deadline = 0, time.monotonic() + timeout_s

@@ -213,7 +213,7 @@ class SystemUnderTest:
     def _start_processes(self, spec: WorkerSpec) -> None:
         pool = self.processes = ProcessWorkers(
             spec, self.dataset, self.completer, self.config.workers,
-            self.batch_cap, self._worker_failed)
+            self.batch_cap, self._worker_failed, share=self.backend.worker_share())
         pool.start(self.max_wait_s, timeout_s=max(60.0, self.config.watchdog_timeout_s),
                    interval_s=self.interval_s)
         pool_issue = pool.issue

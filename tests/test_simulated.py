@@ -24,10 +24,10 @@ from suite.backends.base import RawInput
 from suite.backends.simulated import (
     SimulatedBackend,
     SimulatedOptions,
-    _Device,
     bucket,
     load_profile,
 )
+from suite.backends.simulated_devices import _Device
 from suite.batch_stats import BatchStats, merge
 from suite.errors import BackendError
 from suite.models import load_card
@@ -116,7 +116,7 @@ def test_shapes_policy_decides_which_calls_pay_the_first_shape_cost(
     assert info.details["shapes"].startswith(shapes)
     for n in (3, 5, 3, 16, 5):
         backend.predict(np.zeros((n, 1, 8, 8), dtype=np.float32))
-    assert backend.cold_calls == cold
+    assert backend.devices.calls()[1] == cold
 
 
 def test_the_device_timeline_overlaps_fixed_parts_and_serialises_compute() -> None:
@@ -149,17 +149,18 @@ def test_the_host_thread_sleeps_once_holding_nothing_so_a_late_wake_up_is_not_de
     time on the device as the profile gives it."""
     backend = loaded(digits_card, 16, profile="resnet50-4gpu-fp16")  # 2 ms + 0.33 ms/sample
     sleeps: list[tuple[float, bool]] = []
-    monkeypatch.setattr(simulated, "_sleep", lambda s: sleeps.append((s, backend._lock.locked())))
+    monkeypatch.setattr(simulated, "_sleep", lambda s: sleeps.append(
+        (s, backend._lock.locked() or backend.devices._lock.locked())))
     before = time.perf_counter()
     backend.predict(np.zeros((3, 1, 8, 8), dtype=np.float32))
     after = time.perf_counter()
     [(seconds, locked)] = sleeps
     assert not locked
-    [(start, end)] = backend._devices[0].compute  # 3 x 0.33 ms after the 2 ms fixed part
+    [(start, end)] = backend.devices._devices[0].compute  # 3 x 0.33 ms after the 2 ms fixed part
     assert end - start == pytest.approx(0.99e-3)
     assert before <= start - 2e-3 <= after
     assert before <= end - seconds <= after  # it sleeps until the call's end, no longer
-    assert backend._devices[0].running(end - 1e-6) == 1
+    assert backend.devices._devices[0].running(end - 1e-6) == 1
 
 
 def test_calls_spread_over_the_devices_with_the_fewest_running(digits_card: Any,
@@ -170,7 +171,7 @@ def test_calls_spread_over_the_devices_with_the_fewest_running(digits_card: Any,
     for _ in range(8):
         backend.predict(np.zeros((1, 1, 8, 8), dtype=np.float32))
     now = time.perf_counter()
-    assert [device.running(now) for device in backend._devices] == [2, 2, 2, 2]
+    assert [device.running(now) for device in backend.devices._devices] == [2, 2, 2, 2]
 
 
 def test_buckets_are_powers_of_two_capped_at_the_max() -> None:
@@ -251,6 +252,25 @@ def test_a_server_run_records_its_batches_and_respects_the_cap(runs_dir: Path) -
     for q in ("p50", "p90", "p99"):  # per call: device time = idle time + queued
         assert device["device_ms"][q] >= device["idle_ms"][q] >= 0.19 * 0.8
         assert device["queued_ms"][q] >= 0
+
+
+def test_worker_processes_place_their_calls_on_the_loadgen_process_devices(
+        runs_dir: Path) -> None:
+    """With ``sut.worker_model = "processes"`` the workers share the LoadGen process's
+    simulated node (``SharedDevices``): every call they make is in the run's record,
+    which before stayed empty (each worker simulated a node of its own)."""
+    proc = run_cli("run", "--scenario", "server", "--backend", "simulated", "--quick",
+                   "--set", 'backend.simulated.profile="digits-h100"',
+                   "--set", 'sut.worker_model="processes"', "--set", "sut.workers=2",
+                   "--set", "loadgen.target_qps=1000", "--set", "loadgen.min_duration_ms=1000",
+                   "--set", "sut.max_batch_size=16", "--runs-dir", str(runs_dir))
+    assert proc.returncode in (0, 2), proc.stderr  # INVALID on a stalled box is no error
+    status = _status(only_run_dir(runs_dir))
+    batches = status["batches"]
+    assert batches["samples"] == status["samples_completed"] > 0
+    device = status["backend"]["run"]
+    assert device["calls"] == batches["batches"]  # the workers' calls, not warm-up
+    assert device["device_ms"]["p50"] >= device["idle_ms"]["p50"] >= 0.19 * 0.8
 
 
 @pytest.fixture(scope="module")

@@ -180,6 +180,19 @@ class BackendBase:
         allocates a plain one. ``predict`` receives ``buffer[:n]`` of it."""
         return None
 
+    def worker_share(self) -> Any:
+        """State that Server worker processes must share with this process's backend
+        (picklable; each worker's backend gets it through ``attach_share``), or None:
+        each worker process then builds an independent backend. The simulated backend
+        shares its devices, as the processes of a real server share its GPUs."""
+        return None
+
+    def attach_share(self, share: Any) -> None:
+        """In a worker process: use what the LoadGen process's ``worker_share`` gave."""
+        from ..errors import BackendError
+
+        raise BackendError(f"the {self.name} backend shares no state with worker processes")
+
     def begin_record(self) -> None:
         """The measured run starts (warm-up is over): what ``run_record`` reports
         counts from here. Nothing by default."""

@@ -26,13 +26,13 @@ batch reaches the "device" after exactly one host copy.
 
 from __future__ import annotations
 
-import collections
 import math
+import os
 import random
 import threading
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,6 +41,7 @@ from pydantic import Field
 
 from ..errors import BackendError
 from .base import BackendBase, BackendInfo, BackendOptions, RawInput
+from .simulated_devices import Devices, SharedDevices
 
 if TYPE_CHECKING:
     from ..models import ModelCard
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 #: enough to cost microseconds per batch (a 16 x 1001 projection through BLAS woke
 #: OpenBLAS's threads and took 28 ms on a busy 2-core machine).
 _FEATURES = 16
-#: Calls ``run_record`` keeps (the latest): a 10-minute run at 1,000 batches/s.
-_RECORDED_CALLS = 600_000
 
 
 class SimulatedOptions(BackendOptions):
@@ -121,54 +120,6 @@ def load_profile(path: Path, name: str) -> Profile:
     return profile
 
 
-@dataclass
-class _Device:
-    """One simulated device's timeline: when each stream, the copy engine and the
-    compute are next free, in ``perf_counter`` seconds.
-
-    A call is placed on the timeline when it is made (``reserve``), as a GPU queues work
-    on a stream, and the device then runs it whatever the host thread does: a thread
-    that wakes late from its one sleep delays only its own return, never the device's
-    next call. (Holding a lock across each phase's sleep made every late wake-up, a
-    GIL hand-off on a busy host, device time: 1.6 ms a call at 7k QPS on the 4-device
-    profile.)"""
-
-    streams: list[float]
-    copy_free: float = 0.0
-    #: Compute reservations (start, end), sorted; ended ones are pruned.
-    compute: list[tuple[float, float]] = field(default_factory=list)
-
-    def running(self, now: float) -> int:
-        """Calls placed on this device that have not ended by ``now``."""
-        return sum(end > now for end in self.streams)
-
-    def reserve(self, now: float, transfer_s: float, fixed_s: float,
-                compute_s: float) -> float:
-        """Place a call made at ``now``; returns when it ends.
-
-        It waits for the stream that is free first; its transfer queues on the copy
-        engine and overlaps its fixed part (both start when the stream does); its
-        compute then takes the earliest gap of ``compute_s`` in the device's compute,
-        which runs one call's at a time.
-        """
-        stream = min(range(len(self.streams)), key=self.streams.__getitem__)
-        begin = max(now, self.streams[stream])
-        copied = max(begin, self.copy_free) + transfer_s
-        if transfer_s:
-            self.copy_free = copied
-        ready = max(copied, begin + fixed_s)
-        self.compute = busy = [slot for slot in self.compute if slot[1] > now]
-        start, at = ready, len(busy)
-        for k, (lo, hi) in enumerate(busy):  # first fit: never delays a placed call
-            if start + compute_s <= lo:
-                at = k
-                break
-            start = max(start, hi)
-        busy.insert(at, (start, start + compute_s))
-        self.streams[stream] = end = start + compute_s
-        return end
-
-
 def bucket(n: int, max_batch: int) -> int:
     """The next power of two at or above ``n``, at most ``max_batch``."""
     return min(1 << (n - 1).bit_length(), max_batch)
@@ -185,8 +136,8 @@ class SimulatedBackend(BackendBase):
         assert isinstance(self.options, SimulatedOptions)
         self.opts: SimulatedOptions = self.options
         self.profile: Profile | None = None
-        self._devices: list[_Device] = []
-        #: Guards the devices' timelines, the warmed shapes and the jitter's generator.
+        self.devices = Devices(1, 1)
+        #: Guards the warmed shapes and the jitter's generator.
         self._lock = threading.Lock()
         self._warm: set[int] = set()
         self._buffers: set[int] = set()
@@ -198,16 +149,10 @@ class SimulatedBackend(BackendBase):
         self._out_shape: tuple[int, ...] = ()
         self._weights: Any = None
         self._features: Any = None
-        #: Calls that paid first_shape_ms under the run (recorded for diagnosis).
-        self.cold_calls = 0
-        #: Per call since ``begin_record``: (seconds on the device from the call to its
-        #: end, what it would take on an idle device, how late its thread returned).
-        self._calls: collections.deque[tuple[float, float, float]] = collections.deque(
-            maxlen=_RECORDED_CALLS)
 
     def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
         profile = self.profile = load_profile(profiles_file(card), self.opts.profile)
-        self._devices = [_Device([0.0] * profile.streams) for _ in range(profile.devices)]
+        self.devices = Devices(profile.devices, profile.streams)
         self._max_batch = max_batch_size
         self._jitter = profile.jitter if self.opts.jitter is None else self.opts.jitter
         self._class_index = card.postprocess.kind == "class_index"
@@ -277,26 +222,37 @@ class SimulatedBackend(BackendBase):
         transfer_s = (batch.nbytes * size / n / (profile.transfer_gb_s * 1e9)
                       if profile.transfer_gb_s else 0.0)
         with self._lock:
-            now = time.perf_counter()
             fixed_s = self._scaled(profile.fixed_ms) / 1e3
-            if size not in self._warm:
+            cold = size not in self._warm
+            if cold:
                 self._warm.add(size)
-                self.cold_calls += 1
                 fixed_s += profile.first_shape_ms / 1e3
             compute_s = self._scaled(profile.per_sample_ms * size) / 1e3
-            # The device with the fewest calls running (ties: the first), as a backend
-            # that counts its outstanding calls per device would choose.
-            device = min(self._devices, key=lambda d: d.running(now))
-            end = device.reserve(now, transfer_s, fixed_s, compute_s)
+        now = time.perf_counter()
+        end = self.devices.place(now, transfer_s, fixed_s, compute_s, cold)
         outputs = self._outputs(batch)  # host CPU, while the device works
         _sleep(end - time.perf_counter())  # the one wait: a stream synchronise
-        self._calls.append((end - now, max(transfer_s, fixed_s) + compute_s,
-                            time.perf_counter() - end))
+        self.devices.record(end - now, max(transfer_s, fixed_s) + compute_s,
+                            time.perf_counter() - end)
         return outputs
 
     def begin_record(self) -> None:
-        self._calls.clear()
-        self.cold_calls = 0
+        self.devices.clear()
+
+    def worker_share(self) -> SharedDevices:
+        """The devices, in shared memory, for Server worker processes: they place their
+        calls on this node's devices, not each on a node of its own."""
+        shared = self.devices = self.devices.share()
+        return shared
+
+    def attach_share(self, share: object) -> None:
+        """In a worker process: use the LoadGen process's shared devices, and a jitter
+        sequence of this process's own (the same seed in every worker would repeat it)."""
+        if not isinstance(share, SharedDevices):
+            raise BackendError(f"the simulated backend cannot use {type(share).__name__} "
+                               "as its devices")
+        self.devices = share
+        self._random = random.Random(f"{self.opts.seed}:{os.getpid()}")
 
     def run_record(self) -> dict[str, Any]:
         """Where the calls' time went on the simulated devices: ``device_ms`` from each
@@ -304,14 +260,15 @@ class SimulatedBackend(BackendBase):
         ``queued_ms`` their difference (waiting for a stream, the copy engine or the
         compute other calls held), and ``late_return_ms``, how long after its end the
         calling thread got to run again (the host, not the device); p50/p90/p99."""
-        calls = np.asarray(self._calls, dtype=np.float64).reshape(-1, 3) * 1e3
+        calls, cold_calls = self.devices.calls()
+        calls = calls * 1e3
         if not len(calls):
             return {}
 
         def cents(values: Any) -> dict[str, float]:
             return {f"p{q}": round(float(np.percentile(values, q)), 3) for q in (50, 90, 99)}
 
-        return {"calls": len(calls), "cold_calls": self.cold_calls,
+        return {"calls": len(calls), "cold_calls": cold_calls,
                 "device_ms": cents(calls[:, 0]), "idle_ms": cents(calls[:, 1]),
                 "queued_ms": cents(calls[:, 0] - calls[:, 1]),
                 "late_return_ms": cents(calls[:, 2])}
@@ -353,6 +310,7 @@ class SimulatedBackend(BackendBase):
 
     def close(self) -> None:
         self._buffers.clear()
+        self.devices.close()
 
 
 def _sleep(seconds: float) -> None:
