@@ -166,18 +166,21 @@ class SharedDevices(Devices):
         streams = self.streams
         with self._lock:
             self._header[1] += cold
-            rows = self._state.tolist()  # one read of every device's state
-            # The fewest calls running: a stream's free time after now.
-            k = min(range(self.count), key=lambda d: sum(t > now for t in rows[d][:streams]))
-            row = rows[k]
-            pending = int(row[streams + 1])
-            flat = row[streams + 2:streams + 2 + 2 * pending]
+            # The fewest calls running (a stream free only after now), reading just the
+            # streams' columns: the whole state is 516 values a device.
+            free = self._state[:, :streams].tolist()
+            k = min(range(self.count), key=lambda d: sum(t > now for t in free[d]))
+            pending = int(self._state[k, streams + 1])
+            row = self._state[k, :streams + 2 + 2 * pending].tolist()
+            flat = row[streams + 2:]
             device = _Device(row[:streams], row[streams],
                              list(zip(flat[0::2], flat[1::2], strict=True)))
             end = device.reserve(now, transfer_s, fixed_s, compute_s)
             if len(device.compute) > _SHARED_PENDING:
-                raise BackendError(f"more than {_SHARED_PENDING} calls placed on one "
-                                   "simulated device")
+                raise BackendError(f"more than {_SHARED_PENDING} calls placed and not ended "
+                                   "on one simulated device",
+                                   hint="each worker keeps one call in flight: use fewer "
+                                   f"than {_SHARED_PENDING} sut.workers")
             state = self._state[k]
             state[:streams] = device.streams
             state[streams] = device.copy_free
