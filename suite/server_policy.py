@@ -97,6 +97,23 @@ def dispatch_interval_s(cost: BatchCost, bound_s: float, workers: int, rate: flo
     return interval if interval >= 50e-6 else 0.0
 
 
+def tuned_max_wait_us(cost: BatchCost, bound_s: float, batch: int, workers: int,
+                      rate: float) -> int:
+    """What ``suite tune`` records as ``sut.max_wait_us`` for Server at ``batch``.
+
+    A fixed wait (a quarter of the bound less two batches) where the warm-up policy
+    would neither cap the batch nor pace it: a CPU backend, whose calls cost per sample.
+    Else -1, so that each run derives the cap, the wait and the pacing at warm-up for its
+    own target rate: a fixed wait turns both off, and without them an accelerator's
+    Server collapses (ResNet-50 on the simulated H100: p99 1.2 s at 5,000 QPS without the
+    cap, batches up to 256, against 31 ms with it).
+    """
+    cap = cost.batch_cap(bound_s, batch, workers, rate)
+    if cap < batch or dispatch_interval_s(cost, bound_s, workers, rate, cap) > 0:
+        return -1
+    return int(derive_max_wait_s(bound_s, cost.latency_s(batch)) * 1e6)
+
+
 @dataclass(frozen=True)
 class ServerPolicy:
     """What ``derive`` decided for a Server run, and the record for ``status.json``."""

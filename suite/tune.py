@@ -6,7 +6,9 @@ a confirming run last, and write them where ``suite run`` picks them up.
 * SingleStream/MultiStream: ``expected_latency_ms`` = the mean latency of a VALID probe
   (too high a hint makes LoadGen run out of generated queries).
 * Server: for each candidate ``max_batch_size``, ``max_wait_us`` is derived from the
-  latency bound and the batch latency measured on the backend (``sut.derive_max_wait_s``),
+  latency bound and the batch latency measured on the backend
+  (``server_policy.tuned_max_wait_us``: -1, derived at each run's warm-up, wherever the
+  run's policy would cap or pace the batches),
   then, for each candidate worker setup, a bisection finds the highest ``target_qps``
   that stays VALID
   (latency percentile and early stopping both count; a probe is long enough for
@@ -41,7 +43,7 @@ from .errors import TuneFailed
 from .paths import Paths
 from .results import Status
 from .scenarios import Scenario
-from .sut import derive_max_wait_s
+from .server_policy import BatchCost, tuned_max_wait_us
 
 _PROBES = "look at the probe runs under <runs>/tune-probes/ (their STATUS and logs)"
 
@@ -157,6 +159,18 @@ class Tuner:
     def offline(self) -> float:
         config = prepare(self._request("offline", {}), self.paths)[0]
         expected = config.loadgen.expected_qps
+        # LoadGen issues 1.1 x duration x expected_qps samples, so a guess far above the
+        # backend's rate makes the first probe last minutes (the digits guess, 1.2M/s,
+        # on a 12k/s accelerator: 165 s for a 1.5 s probe). Aim at most at 1.5 x what
+        # the workers complete with full batches, timed on the backend itself.
+        batch = config.sut.max_batch_size
+        latency = self._batch_cost(batch, calls=4).latency_s(batch)
+        full = config.sut.workers * batch / max(latency, 1e-9)
+        if 1.5 * full < expected:
+            self.say(f"  the backend completes about {full:,.0f} samples/s with "
+                     f"{config.sut.workers} workers at batch {batch}: the first probe aims at "
+                     f"{1.5 * full:,.0f}, not {expected:,.0f}")
+            expected = 1.5 * full
         for _ in range(6):
             got = self.probe("offline", {"loadgen.min_duration_ms": self.probe_ms,
                                          "loadgen.expected_qps": round(expected, 1)})
@@ -205,12 +219,16 @@ class Tuner:
                             for count in counts or [config.sut.workers]]
         best: tuple[float, dict[str, Any]] | None = None
         for batch in batch_sizes:
-            batch_us = self._batch_latency_us(batch)
-            wait_us = int(derive_max_wait_s(bound_us / 1e6, batch_us / 1e6) * 1e6)
-            self.say(f"  server batch {batch}: measured batch latency {batch_us:.0f} us -> "
-                     f"max_wait_us {wait_us} (a quarter of the {bound_us / 1000:g} ms bound "
-                     "less two batches)")
+            cost = self._batch_cost(batch)
             for model, count in setups:
+                # Whether a run's warm-up would cap or pace (tuned_max_wait_us), judged at
+                # 0.8 of Offline: near where a Server rate is expected to land.
+                wait_us = tuned_max_wait_us(cost, bound_us / 1e6, batch, count,
+                                            0.8 * offline_rate)
+                self.say(f"  server batch {batch}, {count} worker {model}: measured "
+                         f"{cost.fixed_s * 1e6:.0f} us + "
+                         f"{cost.per_sample_s * 1e6:.2f} us per sample -> max_wait_us "
+                         f"{wait_us} ({_wait_reason(wait_us, bound_us)})")
                 sets: dict[str, Any] = {"sut.max_batch_size": batch, "sut.max_wait_us": wait_us,
                                         "sut.workers": count, "sut.worker_model": model}
                 lo = self._highest_valid(offline_rate, sets, steps, max_qps)
@@ -227,7 +245,7 @@ class Tuner:
         self._choose("server", "sut.max_batch_size", sets["sut.max_batch_size"],
                      f"highest VALID rate among batch sizes {batch_sizes}")
         self._choose("server", "sut.max_wait_us", sets["sut.max_wait_us"],
-                     "a quarter of the latency bound less two measured batches")
+                     _wait_reason(sets["sut.max_wait_us"], bound_us))
         tried = ", ".join(f"{count} {model}" for model, count in setups)
         self._choose("server", "sut.workers", sets["sut.workers"],
                      f"highest VALID rate among worker setups: {tried}")
@@ -280,18 +298,24 @@ class Tuner:
             qps = round(qps * 0.9, 1)
         raise TuneFailed("the confirming Server runs stayed INVALID", hint=_PROBES)
 
-    def _batch_latency_us(self, batch: int) -> float:
+    def _batch_cost(self, batch: int, calls: int = 30) -> BatchCost:
+        """The backend's batch latency, fitted as fixed + per sample from the median of
+        the timed calls at batch 1 and at ``batch`` (of ``calls``, the first sixth are
+        untimed: warm-up)."""
         config, _, card, _, _ = prepare(self._request("server", {}), self.paths)
         backend = backends.create(self.backend, config.backend_options)
         backend.load(card, batch)
         data = np.zeros((batch, *card.input.sample_shape), dtype=np.dtype(card.input.dtype))
-        timings = []
-        for _ in range(30):
-            start = time.perf_counter()
-            backend.predict(data)
-            timings.append(time.perf_counter() - start)
+        medians = {}
+        for size in sorted({1, batch}):
+            timings = []
+            for _ in range(calls):
+                start = time.perf_counter()
+                backend.predict(data[:size])
+                timings.append(time.perf_counter() - start)
+            medians[size] = statistics.median(timings[max(1, calls // 6):])
         backend.close()
-        return statistics.median(timings[5:]) * 1e6
+        return BatchCost.fit(1, medians[1], batch, medians[batch])
 
     # -- output -----------------------------------------------------------------------
 
@@ -342,3 +366,11 @@ def tune(paths: Paths, benchmark: str, backend: str, scenarios: list[Scenario],
         tuner.server(offline_rate, batch_sizes, steps, counts, models, max_qps=max_qps)
     tuner.write()
     return tuner.report
+
+
+def _wait_reason(wait_us: int, bound_us: float) -> str:
+    """Why ``suite tune`` chose this ``sut.max_wait_us`` (tuned_max_wait_us)."""
+    if wait_us < 0:
+        return ("derived at each run's warm-up with the batch cap and the pacing: the "
+                "backend's fixed cost per call needs them")
+    return f"a quarter of the {bound_us / 1000:g} ms bound less two measured batches"

@@ -16,11 +16,32 @@ import pytest
 from suite.datasets.base import InMemoryDataset
 from suite.errors import DatasetError
 from suite.scenarios import Scenario
-from suite.server_policy import BatchCost, derive, dispatch_interval_s
+from suite.server_policy import (
+    BatchCost,
+    derive,
+    derive_max_wait_s,
+    dispatch_interval_s,
+    tuned_max_wait_us,
+)
 from suite.server_queue import Pacer, Query, fill
 from tests.test_sut import EchoBackend, make_sut, wait_for
 
 H100 = BatchCost(4.5e-3, 0.08e-3)  # the resnet50-h100-fp16 profile's a + b x n
+
+
+def test_tune_keeps_the_warmup_policy_where_it_would_cap_or_pace() -> None:
+    """`suite tune` used to record a fixed wait for every backend, which turns the cap and
+    the pacing off in every later run: on an accelerator that is the collapse issue 13
+    describes. Now it leaves -1 (derive at warm-up) wherever the policy would act."""
+    # ResNet-50 on the simulated H100 at 8,000 QPS, 4 workers, batch 256: paced and capped.
+    assert tuned_max_wait_us(H100, 15e-3, 256, 4, 8000.0) == -1
+    # A full batch over half the bound caps it even at a low rate.
+    assert tuned_max_wait_us(BatchCost(0.5e-3, 0.05e-3), 10e-3, 256, 2, 100.0) == -1
+    # A CPU backend (digits on onnxruntime: 20 us + 2.7 us a sample), neither capped nor
+    # paced at 320k QPS: the fixed wait, as before.
+    cpu = BatchCost(20e-6, 2.7e-6)
+    assert tuned_max_wait_us(cpu, 10e-3, 256, 2, 320e3) == int(
+        derive_max_wait_s(10e-3, cpu.latency_s(256)) * 1e6) > 0
 
 
 def test_the_interval_lets_the_workers_keep_up_with_a_fifth_to_spare() -> None:

@@ -62,3 +62,25 @@ def test_tune_confirms_writes_settings_and_reuses_probes(suite_home: Path,
     assert "probes run: 0" in second.stderr
     assert f"reused from cache: {ran}" in second.stderr
     assert list(settings.parent.glob("null.toml.*.bak"))  # the first file was kept
+
+
+def test_tune_on_an_accelerator_leaves_the_server_policy_to_warm_up(suite_home: Path,
+                                                                   runs_dir: Path) -> None:
+    """On the simulated H100 (4.5 ms a call, nearly all fixed) the run's warm-up policy
+    paces batches, so tune records -1 (derive at warm-up), not a fixed wait that would
+    turn the pacing and the cap off in every later run; and its first Offline probe aims
+    near the backend's measured rate."""
+    _generous_server_bound(suite_home)
+    tune = [*TUNE[:TUNE.index("--backend")], "--backend", "simulated", "--system", "gpubox",
+            "--max-qps", "3000"]
+    proc = run_cli(*tune, "--runs-dir", str(runs_dir), SUITE_HOME=str(suite_home),
+                   timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The first Offline probe aims near the backend's rate, not digits' 1.2M/s guess
+    # (165 s for a 1.5 s probe at the simulated H100's 12k samples/s).
+    assert "the first probe aims at" in proc.stderr
+    settings = suite_home / "scenarios" / "systems" / "gpubox" / "simulated.toml"
+    server = tomllib.loads(settings.read_text())["benchmarks"]["digits"]["scenarios"]["server"]
+    assert server["sut"]["max_wait_us"] == -1
+    assert "derived at each run's warm-up with the batch cap and the pacing" in \
+        settings.read_text()

@@ -114,7 +114,8 @@ class Devices:
         self._cold = 0
 
     def share(self) -> SharedDevices:
-        """These devices, moved to shared memory for worker processes (made once)."""
+        """A node of these devices in shared memory, for worker processes; its timelines
+        start idle and its record empty (``begin_record`` follows the workers' warm-up)."""
         return SharedDevices.create(self.count, self.streams)
 
     def close(self) -> None:
