@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -222,9 +223,10 @@ class Tuner:
             cost = self._batch_cost(batch)
             for model, count in setups:
                 # Whether a run's warm-up would cap or pace (tuned_max_wait_us), judged at
-                # 0.8 of Offline: near where a Server rate is expected to land.
-                wait_us = tuned_max_wait_us(cost, bound_us / 1e6, batch, count,
-                                            0.8 * offline_rate)
+                # 0.8 of Offline, near where a Server rate is expected to land, or at the
+                # --max-qps cap where that is lower.
+                rate = min(0.8 * offline_rate, max_qps or math.inf)
+                wait_us = tuned_max_wait_us(cost, bound_us / 1e6, batch, count, rate)
                 self.say(f"  server batch {batch}, {count} worker {model}: measured "
                          f"{cost.fixed_s * 1e6:.0f} us + "
                          f"{cost.per_sample_s * 1e6:.2f} us per sample -> max_wait_us "
