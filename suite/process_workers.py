@@ -18,6 +18,10 @@ what must happen in it: ``issue_queries`` and ``QuerySamplesComplete``.
   slots and sends ``(DONE, position, count)`` over one pipe (messages below
   ``PIPE_BUF`` are written atomically, so the workers share it); one completion thread
   in the LoadGen process completes the ids at those positions.
+* **Backend state**: each worker builds its own backend from the run's config; what the
+  LoadGen process's backend must share with them (``worker_share``: the simulated
+  backend's devices, so that the workers queue on one node) goes in their start
+  arguments and is attached before their warm-up (``attach_share``).
 * **Nothing is lost**: every position in ``[low, head)`` is outstanding until its
   batch is done; ``drain`` completes every outstanding position with an empty response
   and stops the workers claiming, and a worker's failure or death drains the run.
