@@ -163,15 +163,18 @@ class Tuner:
         # LoadGen issues 1.1 x duration x expected_qps samples, so a guess far above the
         # backend's rate makes the first probe last minutes (the digits guess, 1.2M/s,
         # on a 12k/s accelerator: 165 s for a 1.5 s probe). Aim at most at 1.5 x what
-        # the workers complete with full batches, timed on the backend itself.
+        # the workers complete with full batches, timed on the backend itself, raised to
+        # a power of two: probes are cached by their settings, and a timing that moves
+        # by a few % between invocations must not miss the cache.
         batch = config.sut.max_batch_size
         latency = self._batch_cost(batch, calls=4).latency_s(batch)
         full = config.sut.workers * batch / max(latency, 1e-9)
-        if 1.5 * full < expected:
+        aim = float(2 ** math.ceil(math.log2(1.5 * full)))
+        if aim < expected:
             self.say(f"  the backend completes about {full:,.0f} samples/s with "
                      f"{config.sut.workers} workers at batch {batch}: the first probe aims at "
-                     f"{1.5 * full:,.0f}, not {expected:,.0f}")
-            expected = 1.5 * full
+                     f"{aim:,.0f}, not {expected:,.0f}")
+            expected = aim
         for _ in range(6):
             got = self.probe("offline", {"loadgen.min_duration_ms": self.probe_ms,
                                          "loadgen.expected_qps": round(expected, 1)})

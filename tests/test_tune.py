@@ -84,3 +84,8 @@ def test_tune_on_an_accelerator_leaves_the_server_policy_to_warm_up(suite_home: 
     assert server["sut"]["max_wait_us"] == -1
     assert "derived at each run's warm-up with the batch cap and the pacing" in \
         settings.read_text()
+    # The aimed first probe is on a coarse grid, so a second invocation reuses it.
+    again = run_cli(*tune, "--runs-dir", str(runs_dir), SUITE_HOME=str(suite_home),
+                    timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert re.search(r"offline \{[^\n]*\}: cached \(VALID\)", again.stderr)
