@@ -21,8 +21,8 @@ sys.path.insert(0, str(REPO))
 
 from suite.checker import check_path  # noqa: E402
 from suite.checker.models import detect_round  # noqa: E402
+from suite.config.rules import load_rules  # noqa: E402
 from suite.paths import find_paths  # noqa: E402
-from suite.rules import load_rules  # noqa: E402
 from tests import round_tree_generator as gen  # noqa: E402
 
 

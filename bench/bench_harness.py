@@ -49,7 +49,7 @@ import numpy as np  # noqa: E402
 import raw  # noqa: E402
 
 from suite.api import run  # noqa: E402
-from suite.config import ConfigRequest  # noqa: E402
+from suite.config.loader import ConfigRequest  # noqa: E402
 from suite.datasets.digits import validation_split  # noqa: E402
 from suite.models import load_card  # noqa: E402
 from suite.paths import find_paths  # noqa: E402
@@ -75,7 +75,7 @@ def harness(scenario: str, backend: str, sets: dict[str, Any], runs_dir: Path,
 
 def offline_batch(benchmark: str) -> int:
     """The Offline ``sut.max_batch_size`` a plain ``suite run`` uses for ``benchmark``."""
-    from suite.config import load_config
+    from suite.config.loader import load_config
 
     config = load_config(ConfigRequest(benchmark=benchmark, scenario="offline",
                                        use_tuned=False), find_paths())[0]
@@ -109,7 +109,7 @@ def server_max_valid(backend: str, offline_rate: float, runs_dir: Path, probe_ms
                      log: list[str]) -> float:
     """``suite tune``'s Server search; what it said (each setup's best probe, the chosen
     one) goes to ``log``."""
-    from suite.tune import Tuner
+    from suite.harness.tune import Tuner
 
     def say(message: str) -> None:
         log.append(message)

@@ -40,12 +40,12 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from suite.config import ConfigRequest  # noqa: E402
+from suite.config.loader import ConfigRequest  # noqa: E402
+from suite.harness.llm.run import run  # noqa: E402
 from suite.llm.batcher import ContinuousBatcher, Request, static_generate  # noqa: E402
 from suite.llm.card import load_llm_card  # noqa: E402
 from suite.llm.dataset import LLMDataset  # noqa: E402
 from suite.llm.generation import GenerationConfig, TorchGenerationBackend  # noqa: E402
-from suite.llm.run import run  # noqa: E402
 from suite.paths import find_paths  # noqa: E402
 from suite.results import RunResult, Status  # noqa: E402
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO))
 from bench_remote_cpu import TreeCpu, cpu_per_request, latency_loop  # noqa: E402
 
 from suite.api import run  # noqa: E402
-from suite.config import ConfigRequest  # noqa: E402
+from suite.config.loader import ConfigRequest  # noqa: E402
 from suite.models import load_card  # noqa: E402
 from suite.paths import find_paths  # noqa: E402
 from suite.serve.launcher import Replica, start_replicas, stop_replicas  # noqa: E402

@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from suite.api import run  # noqa: E402
-from suite.config import ConfigRequest  # noqa: E402
+from suite.config.loader import ConfigRequest  # noqa: E402
 
 PROFILES = ("resnet50-h100-fp16", "resnet50-4gpu-fp16")
 #: Runs per Server rate; the rate is sustained when one of them is VALID (see ``valid``).

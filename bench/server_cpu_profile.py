@@ -55,14 +55,14 @@ def children(pid: int) -> list[int]:
 
 
 def find_child(parent: int, timeout: float = 60.0) -> int:
-    """The ``suite.child`` process under ``parent`` (the LoadGen process)."""
+    """The ``suite.harness.child`` process under ``parent`` (the LoadGen process)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for pid in children(parent):
-            if b"suite.child" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"suite.harness.child" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 return pid
         time.sleep(0.05)
-    raise RuntimeError("no suite.child process appeared")
+    raise RuntimeError("no suite.harness.child process appeared")
 
 
 def name_threads(pid: int) -> dict[int, str]:

@@ -27,14 +27,14 @@ def main() -> int:
     import numpy as np
 
     from suite import backends, datasets
-    from suite.config import ConfigRequest, load_config
-    from suite.loadgen import Completer
+    from suite.config.loader import ConfigRequest, load_config
+    from suite.harness.loadgen import Completer
+    from suite.harness.output_contract import OutputContract
+    from suite.harness.sut.core import SystemUnderTest
     from suite.models import load_card
-    from suite.output_contract import OutputContract
     from suite.paths import find_paths
     from suite.postprocess import make_postprocess
     from suite.scenarios import Scenario
-    from suite.sut import SystemUnderTest
 
     scenario = "offline" if variant.startswith("offline") else "singlestream"
     if variant.startswith("suite"):  # the whole `suite run` path: parent, child, LoadGen
@@ -335,7 +335,7 @@ def steps_inline(sut: Any) -> Any:
 
 def suite_run(scenario: str, seconds: float, outdir: Path) -> int:
     from suite.api import run
-    from suite.config import ConfigRequest
+    from suite.config.loader import ConfigRequest
 
     result = run(ConfigRequest(benchmark="digits", scenario=scenario, backend="onnxruntime",
                                quick=True, runs_dir=outdir, use_tuned=False,

@@ -8,8 +8,8 @@ typed result; the CLI (``suite``) is one client of it::
     report = api.check(Path(result.run_dir))
 
 (Only ``run`` is re-exported here: ``package``, ``system``, ``tune`` and ``audit`` are
-also submodule names.) ``__version__`` is the one place the version is written; the
-build reads it from here.
+also submodule names.) ``__version__`` comes from ``suite.version``, the one place it
+is written.
 
 Importing ``suite`` imports no ML framework and not LoadGen.
 """
@@ -18,33 +18,33 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from suite.version import __version__
 
 __all__ = ["ConfigRequest", "RunConfig", "RunResult", "SuiteError", "__version__", "run"]
 
 if TYPE_CHECKING:
-    from .api import run
-    from .config import ConfigRequest, RunConfig
-    from .errors import SuiteError
-    from .results import RunResult
+    from suite.api import run
+    from suite.config.loader import ConfigRequest, RunConfig
+    from suite.errors import SuiteError
+    from suite.results import RunResult
 
 
 def __getattr__(name: str) -> Any:
     # Lazy: `import suite` must stay fast and framework-free.
     if name == "run":
-        from .api import run
+        from suite.api import run
 
         return run
     if name in ("ConfigRequest", "RunConfig"):
-        from . import config
+        from suite.config import loader as config
 
         return getattr(config, name)
     if name == "SuiteError":
-        from .errors import SuiteError
+        from suite.errors import SuiteError
 
         return SuiteError
     if name == "RunResult":
-        from .results import RunResult
+        from suite.results import RunResult
 
         return RunResult
     raise AttributeError(f"module 'suite' has no attribute {name!r}")

@@ -2,6 +2,6 @@
 
 import sys
 
-from .entry import main
+from suite.cli.entry import main
 
 sys.exit(main())

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .errors import SuiteError
-from .logs import ACCURACY_LOG
-from .models import sha256_file
-from .results import AccuracyResult
+from suite.errors import SuiteError
+from suite.logs import ACCURACY_LOG
+from suite.models import sha256_file
+from suite.results import AccuracyResult
 
 ACCURACY_TXT = "accuracy.txt"
 

@@ -13,9 +13,9 @@ and maps it to exit code 1; nothing below ``cli`` calls ``sys.exit``.
     ├── RunFailed            a LoadGen test started but did not finish cleanly
     ├── TuneFailed           ``suite tune`` found no VALID setting, or a probe failed
     ├── BundleError          a bundle or its envelope is malformed or refused
-    │   └── EnvelopeError    (suite.bundle.dsse) also a ValueError
-    ├── KeyFileError         (suite.bundle.keys) a signing key is missing or unreadable
-    ├── PackageError         (suite.package_safety) a name, path or run cannot be packaged
+    │   └── EnvelopeError    (suite.submission.bundle.dsse) also a ValueError
+    ├── KeyFileError         (suite.submission.bundle.keys) a signing key is missing or unreadable
+    ├── PackageError         (suite.submission.safety) a name, path or run cannot be packaged
     ├── ServeError           (suite.serve.launcher) a model server did not come up
     └── RoundError           (suite.checker.models, a ConfigError) unknown round
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SuiteError
+from suite.errors import SuiteError
 
 DETAIL_LOG = "mlperf_log_detail.txt"
 SUMMARY_LOG = "mlperf_log_summary.txt"

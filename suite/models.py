@@ -23,8 +23,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import ConfigError, ModelError
-from .paths import Paths
+from suite.errors import ConfigError, ModelError
+from suite.paths import Paths
 
 
 class _Card(BaseModel):

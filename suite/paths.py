@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError
+from suite.errors import ConfigError
 
 APP = "infersuite"
 PACKAGE_DATA = Path(__file__).resolve().parent / "_data"

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .models import ModelCard
-from .types import Outputs
+from suite.models import ModelCard
+from suite.types import Outputs
 
 Postprocess = Callable[[Outputs], npt.NDArray[Any]]
 #: Writes a batch's class indices, as int64, into ``out`` (one per sample).

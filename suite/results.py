@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .logs import DetailLog
-from .scenarios import SPECS, Scenario
+from suite.logs import DetailLog
+from suite.scenarios import SPECS, Scenario
 
 SCHEMA_VERSION = 2
 

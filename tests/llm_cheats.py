@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from suite.harness.loadgen import TokenCompleter
 from suite.llm.backend import TorchLLMBackend
-from suite.loadgen import TokenCompleter
 
 
 class _LyingFirstToken(TokenCompleter):

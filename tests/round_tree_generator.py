@@ -205,8 +205,8 @@ def open_model(rules: Any) -> str:
 def build_tree(round_name: str, root: Path, cache: Path) -> Path:
     """A valid tree of ``round_name`` under ``root`` (returned)."""
     from suite.checker.models import resolve_model
+    from suite.config.rules import load_rules
     from suite.paths import find_paths
-    from suite.rules import load_rules
 
     rules = load_rules(find_paths(), round_name)
     templates = loadgen_templates(cache)

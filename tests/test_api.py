@@ -9,7 +9,7 @@ import pytest
 
 from suite import api
 from suite.audit.report import AuditReport
-from suite.config import ConfigRequest
+from suite.config.loader import ConfigRequest
 from suite.findings import Severity
 from suite.results import Status
 

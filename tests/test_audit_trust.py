@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from suite.audit import steps
-from suite.bundle.keys import load_public
-from suite.bundle.verify import Verification, verify_bundle
 from suite.paths import find_paths
+from suite.submission.bundle.keys import load_public
+from suite.submission.bundle.verify import Verification, verify_bundle
 from tests import submission_fixtures as fx
 from tests.conftest import run_cli
 

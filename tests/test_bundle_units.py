@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from suite.bundle import dsse, keys
-from suite.bundle.archive import read_archive, write_archive
-from suite.bundle.sign import sign_tree
 from suite.errors import SuiteError
+from suite.submission.bundle import dsse, keys
+from suite.submission.bundle.archive import read_archive, write_archive
+from suite.submission.bundle.sign import sign_tree
 from tests.conftest import REPO
 
 

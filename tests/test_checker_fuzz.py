@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suite.checker import check_path
+from suite.config.rules import load_rules
 from suite.paths import find_paths
-from suite.rules import load_rules
 from tests import submission_fixtures as fx
 
 built = fx.built

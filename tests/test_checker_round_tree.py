@@ -15,8 +15,8 @@ import pytest
 
 from suite.checker import check_path
 from suite.checker.models import RoundError, detect_round
+from suite.config.rules import load_rules
 from suite.paths import find_paths
-from suite.rules import load_rules
 from tests import round_tree_generator as gen
 from tests.conftest import run_cli
 from tests.submission_fixtures import patch_log

@@ -13,8 +13,8 @@ import pytest
 
 from suite.checker import RULES, check_path
 from suite.checker.findings import RuleId
+from suite.config.rules import load_rules
 from suite.paths import find_paths
-from suite.rules import load_rules
 from tests import submission_fixtures as fx
 from tests.conftest import REPO, run_cli
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from suite.config import ConfigRequest, load_config
+from suite.config.loader import ConfigRequest, load_config
 from suite.errors import ConfigError
 from suite.paths import Paths, find_paths
 

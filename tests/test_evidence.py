@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from suite.accuracy import decode_accuracy_log, score_top1
 from suite.errors import SuiteError
+from suite.harness.runner import create_run_dir
 from suite.logs import parse_detail_log
 from suite.results import summarize_performance
-from suite.runner import create_run_dir
 from suite.scenarios import Scenario
 
 
@@ -112,7 +112,7 @@ def test_run_directories_are_never_reused(tmp_path: Path) -> None:
 
 
 def test_import_suite_loads_no_framework() -> None:
-    code = ("import sys, suite, suite.cli; heavy = {'mlperf_loadgen', 'onnxruntime', 'torch', "
+    code = ("import sys, suite, suite.cli.app; heavy = {'mlperf_loadgen', 'onnxruntime', 'torch', "
             "'sklearn', 'tensorrt', 'pycuda'} & set(sys.modules); print(sorted(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()

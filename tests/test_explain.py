@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from suite.explain import explain
 from suite.logs import parse_detail_log
+from suite.reports.explain import explain
 from suite.results import summarize_performance
 from suite.scenarios import Scenario
 

@@ -16,10 +16,10 @@ import pytest
 
 from suite import schemas
 from suite.audit.report import AuditReport, Check
-from suite.config import ConfigRequest
+from suite.config.loader import ConfigRequest
+from suite.config.preflight import lint
 from suite.findings import Finding, Severity
 from suite.paths import find_paths
-from suite.preflight import lint
 
 DIR = Path(schemas.__file__).parent
 

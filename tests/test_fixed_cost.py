@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from suite import api
-from suite.config import ConfigRequest, DataConfig, KnownKeys, load_config
+from suite.config.loader import ConfigRequest, DataConfig, KnownKeys, load_config
 from suite.datasets import create
 from suite.datasets.digits import DigitsDataset, staged_path, validation_split
 from suite.errors import ConfigError
@@ -37,16 +37,16 @@ def _modules_after(code: str) -> set[str]:
 def test_import_suite_api_loads_no_heavy_module() -> None:
     loaded = _modules_after("import suite.api")
     heavy = {"numpy", "onnxruntime", "torch", "tensorrt", "mlperf_loadgen", "rich",
-             "sklearn", "suite.datasets", "suite.loadgen", "suite.compliance",
+             "sklearn", "suite.datasets", "suite.harness.loadgen", "suite.compliance",
              "suite.accuracy", "multiprocessing"}
     assert not heavy & loaded, sorted(heavy & loaded)
 
 
 def test_resolving_a_config_imports_only_the_chosen_backend() -> None:
     loaded = _modules_after(
-        "from suite.config import ConfigRequest\n"
+        "from suite.config.loader import ConfigRequest\n"
         "from suite.paths import find_paths\n"
-        "from suite.preflight import lint_and_resolve\n"
+        "from suite.config.preflight import lint_and_resolve\n"
         "report, resolved = lint_and_resolve(ConfigRequest(backend='onnxruntime', "
         "quick=True, sets=['backend.onnxruntime.intra_op_threads=1']), find_paths())\n"
         "assert resolved is not None and not report.errors, report")
@@ -66,7 +66,7 @@ def test_known_keys_still_knows_every_backend_option_and_suggests_them() -> None
 
 
 def test_a_run_resolves_its_config_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from suite.rules import RuleSet, load_rules
+    from suite.config.rules import RuleSet, load_rules
 
     calls: list[str] = []
 
@@ -74,7 +74,7 @@ def test_a_run_resolves_its_config_once(monkeypatch: pytest.MonkeyPatch) -> None
         calls.append("load_rules")
         return load_rules(*args, **kwargs)
 
-    monkeypatch.setattr("suite.config.load_rules", counting)
+    monkeypatch.setattr("suite.config.loader.load_rules", counting)
     config = api.prepare(ConfigRequest(backend="null", quick=True))[0]
     assert config.backend == "null" and len(calls) == 1  # the linter's resolution, reused
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from suite.explain import explain
-from suite.html_report import TRACE_LOG, trace_latencies_ms
 from suite.logs import DETAIL_LOG, parse_detail_log
+from suite.reports.explain import explain
+from suite.reports.html import TRACE_LOG, trace_latencies_ms
 from suite.results import RunResult, Status
 
 from .conftest import run_cli

@@ -19,17 +19,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from suite.config import DataConfig
+from suite.config.loader import DataConfig
 from suite.datasets import cache as cache_module
 from suite.datasets import create
 from suite.datasets.cache import CropCache
 from suite.datasets.imagenet import read_val_map
-from suite.datasets.preprocess import (
-    CropParams,
-    NormalizeParams,
-    decode_and_crop,
-    normalize,
-)
+from suite.datasets.preprocess import CropParams, NormalizeParams, decode_and_crop, normalize
 from suite.errors import DatasetError
 from suite.models import load_card
 from suite.paths import find_paths

@@ -10,12 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from suite.config import MAX_BATCH_SIZE, ConfigRequest, LoadGenConfig, SutConfig, load_config
+from suite.config.loader import (
+    MAX_BATCH_SIZE,
+    ConfigRequest,
+    LoadGenConfig,
+    SutConfig,
+    load_config,
+)
+from suite.config.preflight import MAX_PREDICTED_S, lint
 from suite.datasets.imagenet import IMAGENET_LABELS, label_range, read_val_map
 from suite.errors import ConfigError, DatasetError
 from suite.models import load_card
 from suite.paths import find_paths
-from suite.preflight import MAX_PREDICTED_S, lint
 
 from .conftest import REPO, run_cli
 

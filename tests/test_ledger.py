@@ -19,7 +19,7 @@ import pytest
 
 from suite.audit.report import AuditReport, attempts_from_files
 from suite.errors import ConfigError
-from suite.ledger import Attempt, Filters, Metric, _mark_best, config_digest, list_runs
+from suite.reports.ledger import Attempt, Filters, Metric, _mark_best, config_digest, list_runs
 from tests import submission_fixtures as fx
 from tests.conftest import REPO, cli_env, run_cli
 

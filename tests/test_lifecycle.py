@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from suite import api, cli, runner
-from suite.config import ConfigRequest, RunConfig
+from suite import api
+from suite.cli import app as cli
+from suite.config.loader import ConfigRequest, RunConfig
+from suite.harness import runner
 from suite.logs import DETAIL_LOG
-from suite.report import results_table, run_notes
+from suite.reports.table import results_table, run_notes
 from suite.results import RunResult, Status, TestResult
 from suite.scenarios import Mode
 

@@ -14,17 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from suite.config import ConfigRequest
+from suite.config.loader import ConfigRequest
+from suite.config.rules import load_rules
+from suite.harness.llm.run import run
 from suite.llm.accuracy import decode_outputs, rouge
 from suite.llm.card import load_llm_card
 from suite.llm.dataset import LLMDataset
 from suite.llm.generation import GenerationConfig, TorchGenerationBackend, generate
-from suite.llm.run import run
 from suite.logs import ACCURACY_LOG, DETAIL_LOG, parse_detail_log
 from suite.paths import find_paths
-from suite.report import results_table
+from suite.reports.table import results_table
 from suite.results import TOKEN_KEYS, RunResult, Status
-from suite.rules import load_rules
 
 pytest.importorskip("torch", reason="the LLM backend needs torch (pip install -e '.[torch]')")
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from suite.bundle.keys import load_public
-from suite.bundle.verify import verify_bundle
 from suite.logs import parse_detail_log
 from suite.results import TOKEN_KEYS
+from suite.submission.bundle.keys import load_public
+from suite.submission.bundle.verify import verify_bundle
 from tests.conftest import run_cli
 from tests.submission_fixtures import SYSTEM_TOML, env
 
@@ -176,8 +176,8 @@ def test_check_states_an_llm_result_by_its_tokens_per_second(packaged: dict[str,
     table = run_cli("check", str(packaged["tree"])).stdout
     assert "tokens/s" in table and "samples/s" not in table, table
     from suite.checker import check_path
+    from suite.config.rules import load_rules
     from suite.paths import find_paths
-    from suite.rules import load_rules
 
     rules = load_rules(find_paths(), "v6.1")
     for run_dir in sorted(p for p in (packaged["base"] / "runs").iterdir() if p.is_dir()):

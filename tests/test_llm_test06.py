@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from suite.config import ConfigRequest
-from suite.llm.run import run
+from suite.config.loader import ConfigRequest
+from suite.harness.llm.run import run
 from suite.llm.test06 import verify_entries
 from suite.results import RunResult, Status
 
@@ -68,9 +68,9 @@ def test_eos_padding_and_missing_records_fail() -> None:
 
 
 def test_the_checker_accepts_our_pass_lines_and_only_them() -> None:
+    from suite.config.rules import load_rules
     from suite.llm.test06 import Test06Verdict
     from suite.paths import find_paths
-    from suite.rules import load_rules
 
     sub = load_rules(find_paths(), "v6.1").submission
     assert sub is not None

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from suite.config.rules import load_rules
 from suite.errors import ModelError, SuiteError
+from suite.harness.llm.sut import LLMSystemUnderTest
 from suite.llm.accuracy import decode_outputs
 from suite.llm.card import card_name, is_llm_benchmark, load_llm_card, verify_weights
 from suite.llm.conf import token_conf_lines
 from suite.llm.generation import GenerationConfig
-from suite.llm.sut import LLMSystemUnderTest
 from suite.logs import parse_detail_log
 from suite.paths import find_paths
 from suite.results import token_metrics
-from suite.rules import load_rules
 from suite.scenarios import Scenario
 
 CONFIG = GenerationConfig(max_new_tokens=6, min_new_tokens=2, eos_id=0)

@@ -1,9 +1,9 @@
-"""The backend output contract (suite/output_contract.py): unit tests against the real
+"""The backend output contract (suite/harness/output_contract.py): unit tests against the real
 model cards, then the contract through the real LoadGen with hostile backends.
 
 The integration tests need the SUT to call ``OutputContract.check`` on every batch
-(suite/sut.py and suite/process_workers.py); before that hook, each hostile run below
-ends VALID with exit 0, which is the bug they pin down.
+(suite/harness/sut/core.py and suite/harness/sut/workers.py); before that hook, each
+hostile run below ends VALID with exit 0, which is the bug they pin down.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from suite.errors import BackendError
+from suite.harness.output_contract import OutputContract, expected_sample_shapes
 from suite.models import ModelCard, load_card
-from suite.output_contract import OutputContract, expected_sample_shapes
 from suite.paths import find_paths
 from suite.results import RunResult
 

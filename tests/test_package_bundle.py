@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from suite.bundle.dsse import sign
-from suite.bundle.statement import canonical, statement
+from suite.submission.bundle.dsse import sign
+from suite.submission.bundle.statement import canonical, statement
 from tests import submission_fixtures as fx
 from tests.conftest import run_cli
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from suite.package_network import apply, network_division, recorded_network_fields
-from suite.package_safety import PackageError
 from suite.results import RunResult
+from suite.submission.network import apply, network_division, recorded_network_fields
+from suite.submission.safety import PackageError
 
 from .conftest import run_cli
 from .remote_fixtures import missing, serving

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from suite.package_safety import (
+from suite.results import RunResult
+from suite.submission.safety import (
     PackageError,
     check_name,
     place,
@@ -19,7 +20,6 @@ from suite.package_safety import (
     staging_dir,
     system_precision,
 )
-from suite.results import RunResult
 from tests import submission_fixtures as fx
 from tests.conftest import run_cli
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from suite.config import ConfigRequest
+from suite.config.loader import ConfigRequest
+from suite.config.preflight import lint
 from suite.paths import find_paths
-from suite.preflight import lint
 from tests.conftest import run_cli
 
 

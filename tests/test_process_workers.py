@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from suite.config import ConfigRequest, SutConfig, load_config
+from suite.config.loader import ConfigRequest, SutConfig, load_config
 from suite.errors import ConfigError
+from suite.harness.sut.core import SystemUnderTest
+from suite.harness.sut.workers import ProcessWorkers, WorkerSpec
 from suite.models import load_card
 from suite.paths import find_paths
 from suite.postprocess import make_postprocess
-from suite.process_workers import ProcessWorkers, WorkerSpec
 from suite.scenarios import Scenario
-from suite.sut import SystemUnderTest
 
 from .conftest import REPO
 from .test_sut import ArrayDataset, EchoBackend, RecordingCompleter
@@ -125,7 +125,7 @@ def test_published_samples_are_what_a_worker_gathers() -> None:
                           lambda *f: None, capacity=8)
     try:
         pool.publish()
-        from suite.process_worker_loop import _Staged
+        from suite.harness.sut.worker_loop import _Staged
 
         staged = _Staged(pool._ring.name, dataset.sample_shape, dataset.dtype)
         view = staged.current(1)

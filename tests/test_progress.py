@@ -1,4 +1,4 @@
-"""Live progress and early INVALID warnings (``suite.progress``).
+"""Live progress and early INVALID warnings (``suite.harness.progress``).
 
 Unit tests drive the estimator with a fake clock and made-up counters; the per-batch
 rings are read through ``BatchTail``; the runner's relay hands the child's ``live``
@@ -23,10 +23,9 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress
 
-from suite import child, runner
-from suite.batch_stats import RECENT, BatchStats, BatchTail
-from suite.cli import _Progress
-from suite.progress import (
+from suite.cli.app import _Progress
+from suite.harness import child, runner
+from suite.harness.progress import (
     GROWTH_BEATS,
     MIN_P99_SAMPLES,
     LatencyHistogram,
@@ -35,6 +34,7 @@ from suite.progress import (
     LiveStatus,
     describe,
 )
+from suite.harness.sut.batch_stats import RECENT, BatchStats, BatchTail
 
 from .conftest import only_run_dir, run_cli
 

@@ -90,7 +90,7 @@ def run_valid(runs_dir: Path, scenario: str, *args: str) -> RunResult:
 
 def child_records_backend_run() -> bool:
     """Whether the test child writes ``backend.run_record()`` into status.json."""
-    from suite.child import _Status
+    from suite.harness.child import _Status
 
     return "backend_run" in _Status.__init__.__code__.co_names
 
@@ -186,7 +186,7 @@ def test_fan_out_uses_both_replicas_by_the_run_record(replicas: Any, runs_dir: P
     """Server with two client worker processes over both replicas: ``status.json`` and
     ``result.json`` say what each endpoint served and which processes sent it."""
     if not child_records_backend_run():
-        pytest.skip("suite/child.py does not write the backend's run record into "
+        pytest.skip("suite/harness/child.py does not write the backend's run record into "
                     "status.json yet (the change is /work/notes/remote-child.patch)")
     urls = [r.grpc_url for r in replicas]
     # VALID or INVALID (a timing verdict on a busy box): the record is the same evidence.

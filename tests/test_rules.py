@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from suite.config.rules import load_rules
 from suite.paths import find_paths
-from suite.rules import load_rules
 from suite.scenarios import Scenario
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from suite.reports.diff import NOT_RECORDED, diff_runs, number_delta, percentile_name
 from suite.results import RunResult
-from suite.run_diff import NOT_RECORDED, diff_runs, number_delta, percentile_name
 
 from .conftest import run_cli
 

@@ -15,15 +15,15 @@ import pytest
 
 from suite.datasets.base import InMemoryDataset
 from suite.errors import DatasetError
-from suite.scenarios import Scenario
-from suite.server_policy import (
+from suite.harness.sut.server_policy import (
     BatchCost,
     derive,
     derive_max_wait_s,
     dispatch_interval_s,
     tuned_max_wait_us,
 )
-from suite.server_queue import Pacer, Query, fill
+from suite.harness.sut.server_queue import Pacer, Query, fill
+from suite.scenarios import Scenario
 from tests.test_sut import EchoBackend, make_sut, wait_for
 
 H100 = BatchCost(4.5e-3, 0.08e-3)  # the resnet50-h100-fp16 profile's a + b x n

@@ -28,7 +28,7 @@ LONG_RUN = ["--set", "loadgen.min_duration_ms=120000", "--set", "sut.drain_grace
 
 
 def _children(runs_dir: Path) -> set[int]:
-    """Live ``suite.child`` processes whose spec lies under ``runs_dir``: named on the
+    """Live ``suite.harness.child`` processes whose spec lies under ``runs_dir``: named on the
     command line, or (a child started before its test, ``--await-spec``) its cwd."""
     pids = set()
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
@@ -39,7 +39,7 @@ def _children(runs_dir: Path) -> set[int]:
         except OSError:
             continue  # it exited while we looked
         where = [*args, cwd.encode()]
-        if b"suite.child" in args and any(str(runs_dir).encode() in a for a in where) \
+        if b"suite.harness.child" in args and any(str(runs_dir).encode() in a for a in where) \
                 and state != "Z":
             pids.add(int(cmdline.parent.name))
     return pids

@@ -21,18 +21,13 @@ import pytest
 
 from suite.backends import simulated
 from suite.backends.base import RawInput
-from suite.backends.simulated import (
-    SimulatedBackend,
-    SimulatedOptions,
-    bucket,
-    load_profile,
-)
+from suite.backends.simulated import SimulatedBackend, SimulatedOptions, bucket, load_profile
 from suite.backends.simulated_devices import _Device
-from suite.batch_stats import BatchStats, merge
 from suite.errors import BackendError
+from suite.harness.sut.batch_stats import BatchStats, merge
+from suite.harness.sut.server_policy import BatchCost
 from suite.models import load_card
 from suite.paths import find_paths
-from suite.server_policy import BatchCost
 
 from .conftest import REPO, only_run_dir, run_cli
 

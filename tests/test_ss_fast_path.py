@@ -1,4 +1,4 @@
-"""SingleStream's shortest path (suite/sut.py ``_inline_issue``): the lock-free inline
+"""SingleStream's shortest path (suite/harness/sut/core.py ``_inline_issue``): the lock-free inline
 registration, the class index written into the completion payload, and the output
 contract's per-batch fast path.
 
@@ -16,17 +16,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from suite import loadgen
-from suite.config import SutConfig
+from suite.config.loader import SutConfig
 from suite.errors import BackendError
-from suite.inflight import InflightTable
-from suite.loadgen import Completer
+from suite.harness import loadgen
+from suite.harness.loadgen import Completer
+from suite.harness.output_contract import OutputContract
+from suite.harness.sut.core import SystemUnderTest
+from suite.harness.sut.inflight import InflightTable
 from suite.models import ModelCard, load_card
-from suite.output_contract import OutputContract
 from suite.paths import find_paths
 from suite.postprocess import index_writer, make_postprocess
 from suite.scenarios import Scenario
-from suite.sut import SystemUnderTest
 
 from .test_sut import ArrayDataset, EchoBackend
 

@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from suite.backends.null import NullBackend
-from suite.config import SutConfig
+from suite.config.loader import SutConfig
 from suite.datasets.base import InMemoryDataset
 from suite.errors import DatasetError
+from suite.harness.sut.core import InflightTable, SystemUnderTest
 from suite.models import load_card
 from suite.paths import find_paths
 from suite.postprocess import make_postprocess
 from suite.scenarios import Scenario
-from suite.sut import InflightTable, SystemUnderTest
 
 
 class RecordingCompleter:
@@ -297,7 +297,7 @@ def test_server_wait_collapses_at_light_load_and_grows_under_load() -> None:
 
 @pytest.mark.parametrize("scenario", list(Scenario))
 def test_every_scenario_has_a_dispatch(scenario: Scenario) -> None:
-    from suite.sut import DISPATCH
+    from suite.harness.sut.core import DISPATCH
 
     assert scenario in DISPATCH
 

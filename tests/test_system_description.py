@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from suite.config.rules import load_rules
 from suite.paths import find_paths
-from suite.rules import load_rules
-from suite.system_description import describe, probe
+from suite.submission.system_description import describe, probe
 from tests.conftest import run_cli
 
 SUB = load_rules(find_paths(), "v6.1").submission

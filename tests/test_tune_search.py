@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from suite.tune import ProbeResult, Tuner
+from suite.harness.tune import ProbeResult, Tuner
 
 
 class FakeTuner(Tuner):

@@ -13,7 +13,7 @@ Steps (each a ``Check`` in the report, with evidence):
 6. compare this machine with the bundle's system description.
 """
 
-from .report import AuditReport, Check
-from .steps import audit
+from suite.audit.report import AuditReport, Check
+from suite.audit.steps import audit
 
 __all__ = ["AuditReport", "Check", "audit"]

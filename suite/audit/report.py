@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from ..findings import Finding, Severity
+from suite.findings import Finding, Severity
 
 AUDIT_SCHEMA_VERSION = 2
 AUDIT_PREDICATE_TYPE = "https://infersuite.dev/attestation/audit/v1"
@@ -136,7 +136,7 @@ class AuditReport(BaseModel):
         self.attempts = attempts_from_files(files)
 
 
-#: Where ``suite package`` writes each result's attempts (``suite.ledger``'s record).
+#: Where ``suite package`` writes each result's attempts (``suite.reports.ledger``'s record).
 EVIDENCE_PREFIX = "evidence/"
 ATTEMPTS_FILE = "attempts.json"
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .report import AUDIT_PREDICATE_TYPE, AuditReport
+from suite.audit.report import AUDIT_PREDICATE_TYPE, AuditReport
 
 
 def sign_report(report: AuditReport, key_path: Path, report_path: Path) -> Path:
     """Write ``<report>.dsse.json``: the report as predicate, the bundle as subject."""
-    from ..bundle import dsse
-    from ..bundle.keys import load_private, passphrase
-    from ..bundle.statement import canonical
+    from suite.submission.bundle import dsse
+    from suite.submission.bundle.keys import load_private, passphrase
+    from suite.submission.bundle.statement import canonical
 
     key = load_private(key_path, passphrase())
     statement = {

@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ..bundle.archive import ENVELOPE_NAME, _unsafe
-from ..bundle.keys import load_public
-from ..bundle.verify import verify_bundle
-from ..errors import SuiteError
-from ..paths import Paths
-from ..results import Status
-from .report import AuditReport
+from suite.audit.report import AuditReport
+from suite.errors import SuiteError
+from suite.paths import Paths
+from suite.results import Status
+from suite.submission.bundle.archive import ENVELOPE_NAME, _unsafe
+from suite.submission.bundle.keys import load_public
+from suite.submission.bundle.verify import verify_bundle
 
 Say = Callable[[str], None]
 _ACC = re.compile(r"^accuracy=([\d.]+)%")
@@ -144,8 +144,8 @@ def _check_tree(report: AuditReport, tree: Path, paths: Paths,
                 predicate: dict[str, Any]) -> None:
     """The re-check must pass; an UNOFFICIAL bundle passes this step only if the re-check
     finds exactly the rule failures the bundle itself declared for each result."""
-    from ..checker.walk import check_path
-    from ..rules import load_rules
+    from suite.checker.walk import check_path
+    from suite.config.rules import load_rules
 
     rules = load_rules(paths, str(predicate.get("round", "")))
     checked = check_path(tree, rules)
@@ -183,11 +183,11 @@ def _run_info(tree: Path, result: str) -> dict[str, Any]:
 
 
 def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]) -> None:
-    from .. import datasets
-    from ..accuracy import decode_accuracy_log
-    from ..llm.card import is_llm_benchmark
-    from ..models import load_card
-    from ..postprocess import make_postprocess
+    from suite import datasets
+    from suite.accuracy import decode_accuracy_log
+    from suite.llm.card import is_llm_benchmark
+    from suite.models import load_card
+    from suite.postprocess import make_postprocess
 
     result = claim["result"]
     try:
@@ -225,7 +225,7 @@ def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, An
 def _llm_accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
                   info: dict[str, Any]) -> None:
     """ROUGE and tokens per sample, recomputed from the full accuracy log (``suite.llm.audit``)."""
-    from ..llm.audit import recompute_accuracy
+    from suite.llm.audit import recompute_accuracy
 
     result = claim["result"]
     try:
@@ -261,7 +261,7 @@ def _choose(results: list[dict[str, Any]], rerun: str | None, seed: str) -> list
 
 
 def _replay_request(info: dict[str, Any], runs_dir: Path, **extra: Any) -> Any:
-    from ..config import ConfigRequest
+    from suite.config.loader import ConfigRequest
 
     config = info["config"]
     sets = [f"loadgen.{k}={json.dumps(v)}" for k, v in config["loadgen"].items()]
@@ -275,11 +275,11 @@ def _replay_request(info: dict[str, Any], runs_dir: Path, **extra: Any) -> Any:
 
 def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
             runs_dir: Path, tolerance: float) -> Path | None:
-    from ..api import run
-    from ..llm.card import card_name, is_llm_benchmark, load_llm_card, verify_weights
-    from ..models import load_card, verify_model_file
-    from ..package import llm_figure
-    from ..scenarios import SPECS, Scenario
+    from suite.harness.run import run
+    from suite.llm.card import card_name, is_llm_benchmark, load_llm_card, verify_weights
+    from suite.models import load_card, verify_model_file
+    from suite.scenarios import SPECS, Scenario
+    from suite.submission.package import llm_figure
 
     result = claim["result"]
     info = _run_info(tree, result)
@@ -336,7 +336,7 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
 
 def _claimed_validity(tree: Path, result: str) -> str:
     """LoadGen's ``result_validity`` in the signed performance log ("missing" if none)."""
-    from ..checker.context import read_detail_log
+    from suite.checker.context import read_detail_log
 
     log = read_detail_log(tree / result / "performance/run_1/mlperf_log_detail.txt")
     value = log.get("result_validity") if log is not None else None
@@ -345,8 +345,8 @@ def _claimed_validity(tree: Path, result: str) -> str:
 
 def _compliance(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
                 replay: Path, runs_dir: Path) -> None:
-    from ..api import run
-    from ..rules import load_rules
+    from suite.config.rules import load_rules
+    from suite.harness.run import run
 
     info = _run_info(tree, claim["result"])
     tests = load_rules(paths, info["round"]).benchmark(info["benchmark"]).compliance_tests
@@ -365,7 +365,7 @@ _HARDWARE = ("host_processor_model_name", "host_processor_core_count", "host_mem
 
 
 def _system(report: AuditReport, tree: Path) -> None:
-    from ..system_description import probe
+    from suite.submission.system_description import probe
 
     systems = sorted(tree.glob("*/*/systems/*.json"))
     if not systems:

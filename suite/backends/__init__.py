@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import BackendUnavailable, ConfigError
-from .base import Backend, BackendBase, BackendInfo, BackendOptions, RawInput
+from suite.backends.base import Backend, BackendBase, BackendInfo, BackendOptions, RawInput
+from suite.errors import BackendUnavailable, ConfigError
 
 __all__ = [
     "BUILTIN",

@@ -15,6 +15,7 @@ import ctypes.util
 import functools
 import importlib.util
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -22,8 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from ..models import ModelCard
-    from ..types import Batch, Outputs
+    from suite.models import ModelCard
+    from suite.types import Batch, Outputs
 
 
 class BackendOptions(BaseModel):
@@ -129,6 +130,9 @@ class BackendBase:
 
     def __init__(self, options: BackendOptions | None = None) -> None:
         self.options = options if options is not None else self.Options()
+        #: Preprocessed samples of the card's dataset for calibration (``(card, count)``),
+        #: set by the harness where it loads the model: backends sit below the datasets.
+        self.calibration_source: Callable[[ModelCard, int], Any] | None = None
 
     @classmethod
     def install_command(cls, missing: list[str]) -> str:
@@ -189,7 +193,7 @@ class BackendBase:
 
     def attach_share(self, share: Any) -> None:
         """In a worker process: use what the LoadGen process's ``worker_share`` gave."""
-        from ..errors import BackendError
+        from suite.errors import BackendError
 
         raise BackendError(f"the {self.name} backend shares no state with worker processes")
 

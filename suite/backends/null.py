@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .base import BackendBase, BackendInfo, BackendOptions
+from suite.backends.base import BackendBase, BackendInfo, BackendOptions
 
 if TYPE_CHECKING:
-    from ..models import ModelCard
-    from ..types import Batch, Outputs
+    from suite.models import ModelCard
+    from suite.types import Batch, Outputs
 
 
 class NullOptions(BackendOptions):

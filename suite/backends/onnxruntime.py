@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ..errors import BackendError, BackendUnavailable
-from .base import BackendBase, BackendInfo, BackendOptions, nvidia_gpu_problem
+from suite.backends.base import BackendBase, BackendInfo, BackendOptions, nvidia_gpu_problem
+from suite.errors import BackendError, BackendUnavailable
 
 if TYPE_CHECKING:
-    from ..models import ModelCard
-    from ..types import Batch, Outputs
+    from suite.models import ModelCard
+    from suite.types import Batch, Outputs
 
 Provider = Literal["CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider"]
 _GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")

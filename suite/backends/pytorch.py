@@ -36,10 +36,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..errors import BackendError, ModelError
-from ..models import sha256_file
-from .base import BackendBase, BackendInfo, BackendOptions, RawInput, nvidia_gpu_problem
-from .torch_support import (
+from suite.backends.base import (
+    BackendBase,
+    BackendInfo,
+    BackendOptions,
+    RawInput,
+    nvidia_gpu_problem,
+)
+from suite.backends.torch_support import (
     ShapePlan,
     ShapePolicy,
     normalize_on_device,
@@ -48,10 +52,12 @@ from .torch_support import (
     precision_flags,
     precision_record,
 )
+from suite.errors import BackendError, ModelError
+from suite.models import sha256_file
 
 if TYPE_CHECKING:
-    from ..models import ModelCard
-    from ..types import Batch, Outputs
+    from suite.models import ModelCard
+    from suite.types import Batch, Outputs
 
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 

@@ -40,20 +40,20 @@ from urllib.parse import urlsplit
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from ..errors import BackendError
-from .base import BackendBase, BackendInfo, BackendOptions
-from .remote_check import (
+from suite.backends.base import BackendBase, BackendInfo, BackendOptions
+from suite.backends.remote_check import (
     V2_DATATYPES,
     RemoteModel,
     check_model,
     grpc_metadata_parameters,
     max_batch_from,
 )
-from .remote_counts import EndpointCounts
+from suite.backends.remote_counts import EndpointCounts
+from suite.errors import BackendError
 
 if TYPE_CHECKING:
-    from ..models import ModelCard
-    from ..types import Batch, Outputs
+    from suite.models import ModelCard
+    from suite.types import Batch, Outputs
 
 Protocol = Literal["auto", "grpc", "rest-binary", "rest-json"]
 _ENDPOINT_HINT = ("start the server (`suite serve` prints the endpoints) or fix "

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BackendError
+from suite.errors import BackendError
 
 if TYPE_CHECKING:
-    from ..models import ModelCard, TensorSpec
+    from suite.models import ModelCard, TensorSpec
 
 #: numpy dtype names to Open Inference Protocol datatypes.
 V2_DATATYPES = {"float32": "FP32", "float16": "FP16", "float64": "FP64", "int64": "INT64",

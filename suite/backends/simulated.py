@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from ..errors import BackendError
-from .base import BackendBase, BackendInfo, BackendOptions, RawInput
-from .simulated_devices import Devices, SharedDevices
+from suite.backends.base import BackendBase, BackendInfo, BackendOptions, RawInput
+from suite.backends.simulated_devices import Devices, SharedDevices
+from suite.errors import BackendError
 
 if TYPE_CHECKING:
-    from ..models import ModelCard
-    from ..types import Batch, Outputs
+    from suite.models import ModelCard
+    from suite.types import Batch, Outputs
 
 #: Input values per sample the output projection reads, and scores it computes: few
 #: enough to cost microseconds per batch (a 16 x 1001 projection through BLAS woke

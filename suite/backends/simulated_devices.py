@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BackendError
+from suite.errors import BackendError
 
 #: Calls the record keeps (the latest): a 10-minute run at 1,000 batches/s.
 RECORDED_CALLS = 600_000

@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from ..errors import BackendError
-from ..models import sha256_file
-from .base import BackendBase, BackendInfo, BackendOptions
+from suite.backends.base import BackendBase, BackendInfo, BackendOptions
+from suite.errors import BackendError
+from suite.models import sha256_file
 
 if TYPE_CHECKING:
-    from ..models import ModelCard
-    from ..types import Batch, Outputs
+    from suite.models import ModelCard
+    from suite.types import Batch, Outputs
 
 
 def _default_cache_dir() -> str:
@@ -262,8 +262,11 @@ class TensorRTBackend(BackendBase):
         return bytes(serialized)
 
     def _calibrator(self, trt: Any, cuda: Any, card: ModelCard) -> Any:
-        from ..datasets import calibration_set
-
+        calibration_set = self.calibration_source
+        if calibration_set is None:
+            raise BackendError("INT8 calibration needs the card's dataset, and none was "
+                               "handed to the backend", hint="load the backend through the "
+                               "harness (suite run), or use precision fp16 or fp32")
         opts = self.opts
         batch = calibration_batch(opts.calibration_batch_size, self._max_batch)
         data = np.ascontiguousarray(calibration_set(card, opts.calibration_samples),

@@ -7,7 +7,7 @@ defensive readers), ``performance`` / ``accuracy`` / ``system_rules`` (the rules
 
 from __future__ import annotations
 
-from .findings import RULES, CheckReport, Finding, Severity
-from .walk import NotCheckable, check_path
+from suite.checker.findings import RULES, CheckReport, Finding, Severity
+from suite.checker.walk import NotCheckable, check_path
 
 __all__ = ["RULES", "CheckReport", "Finding", "NotCheckable", "Severity", "check_path"]

@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from .context import ResultContext, as_int, counted_errors, log_problem, read_text
-from .findings import RuleId, Severity
+from suite.checker.context import ResultContext, as_int, counted_errors, log_problem, read_text
+from suite.checker.findings import RuleId, Severity
 
 
 def check_accuracy(ctx: ResultContext) -> float | None:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .context import ResultContext, log_problem, read_json, read_text
-from .findings import RuleId
-from .performance import check_compliance_log
+from suite.checker.context import ResultContext, log_problem, read_json, read_text
+from suite.checker.findings import RuleId
+from suite.checker.performance import check_compliance_log
 
 _PERF_RUN = "performance/run_1"
 #: C-4: a compliance performance run holds these (plus, optionally, the accuracy log).

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import SuiteError
-from ..logs import DetailLog, parse_detail_log
-from ..rules import ModelRules, RuleSet, SubmissionRules
-from ..scenarios import Scenario
-from .findings import RULES, Finding, RuleId, Severity
+from suite.checker.findings import RULES, Finding, RuleId, Severity
+from suite.config.rules import ModelRules, RuleSet, SubmissionRules
+from suite.errors import SuiteError
+from suite.logs import DetailLog, parse_detail_log
+from suite.scenarios import Scenario
 
 _PREFIX = ":::MLLOG "
 

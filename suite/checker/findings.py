@@ -15,8 +15,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from ..findings import Finding as Finding
-from ..findings import Severity as Severity
+from suite.findings import Finding as Finding
+from suite.findings import Severity as Severity
 
 # 2: findings are suite.findings.Finding (adds key, source and evidence).
 REPORT_SCHEMA_VERSION = 2

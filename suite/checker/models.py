@@ -16,9 +16,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..paths import Paths
-from ..rules import (
+from suite.checker.context import read_json
+from suite.config.rules import (
     DEFAULT_ROUND,
     TREE_SCENARIOS,
     ModelRules,
@@ -26,8 +25,9 @@ from ..rules import (
     available_rounds,
     load_rules,
 )
-from ..scenarios import Scenario
-from .context import read_json
+from suite.errors import ConfigError
+from suite.paths import Paths
+from suite.scenarios import Scenario
 
 #: Tree spelling (lower-cased) -> (tree spelling, the LoadGen scenario that runs it).
 SCENARIO_DIRS: dict[str, tuple[str, Scenario]] = {

@@ -10,10 +10,17 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ..logs import DetailLog
-from ..scenarios import SPECS, Scenario
-from .context import ResultContext, as_float, as_int, counted_errors, log_problem, read_text
-from .findings import RuleId
+from suite.checker.context import (
+    ResultContext,
+    as_float,
+    as_int,
+    counted_errors,
+    log_problem,
+    read_text,
+)
+from suite.checker.findings import RuleId
+from suite.logs import DetailLog
+from suite.scenarios import SPECS, Scenario
 
 _EARLY_STOPPING = (Scenario.SINGLE_STREAM, Scenario.MULTI_STREAM, Scenario.SERVER)
 _TTFT = "result_first_token_99.00_percentile_latency_ns"

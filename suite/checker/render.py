@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .findings import CheckReport, Finding, Severity
+from suite.checker.findings import CheckReport, Finding, Severity
 
 _STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 

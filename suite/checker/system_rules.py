@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .context import ResultContext, as_int, read_json
-from .findings import RuleId
+from suite.checker.context import ResultContext, as_int, read_json
+from suite.checker.findings import RuleId
 
 
 def check_system(ctx: ResultContext, path: Path, data: Any, error: str | None,

@@ -14,17 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..errors import ConfigError
-from ..rules import RuleSet, SubmissionRules
-from ..scenarios import SPECS, Scenario
-from .accuracy import check_accuracy
-from .compliance import check_compliance, check_power
-from .context import ResultContext, ResultFiles, as_float, read_json
-from .findings import RULES, CheckReport, Finding, ResultReport, RuleId, Severity
-from .models import SCENARIO_DIRS, read_model_mapping, resolve_model
-from .performance import check_performance
-from .system_rules import check_measurements, check_system
+from suite.checker.accuracy import check_accuracy
+from suite.checker.compliance import check_compliance, check_power
+from suite.checker.context import ResultContext, ResultFiles, as_float, read_json
+from suite.checker.findings import RULES, CheckReport, Finding, ResultReport, RuleId, Severity
+from suite.checker.models import SCENARIO_DIRS, read_model_mapping, resolve_model
+from suite.checker.performance import check_performance
+from suite.checker.system_rules import check_measurements, check_system
+from suite.config.rules import RuleSet, SubmissionRules
+from suite.errors import ConfigError
+from suite.scenarios import SPECS, Scenario
+from suite.version import __version__
 
 _ROOT_OK_SUFFIXES = (".md", ".pdf")
 _ROOT_OK_NAMES = ("attestation.dsse.json",)

@@ -13,9 +13,9 @@ import importlib
 import tomllib
 from typing import Any
 
-from ..errors import ConfigError
-from ..paths import Paths
-from .base import ComplianceTest, Verdict
+from suite.compliance.base import ComplianceTest, Verdict
+from suite.errors import ConfigError
+from suite.paths import Paths
 
 __all__ = ["REGISTRY", "ComplianceTest", "Verdict", "get_test", "load_table"]
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import ConfigError
-from ..results import RunResult, Status, TestResult
-from ..scenarios import Scenario
+from suite.errors import ConfigError
+from suite.results import RunResult, Status, TestResult
+from suite.scenarios import Scenario
 
 AUDIT_CONFIG = "audit.config"
 

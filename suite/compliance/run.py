@@ -14,10 +14,15 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..config import RunConfig
-from ..errors import ConfigError
-from ..results import ComplianceResult, RunResult, Status
-from .base import AUDIT_CONFIG, ComplianceTest, audit_text, refuse_stale_audit_configs
+from suite.compliance.base import (
+    AUDIT_CONFIG,
+    ComplianceTest,
+    audit_text,
+    refuse_stale_audit_configs,
+)
+from suite.config.loader import RunConfig
+from suite.errors import ConfigError
+from suite.results import ComplianceResult, RunResult, Status
 
 
 def guard(config: RunConfig, home: Path) -> None:

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..logs import ACCURACY_LOG
-from ..results import RunResult
-from .base import ComplianceTest, Verdict, performance_verdict
+from suite.compliance.base import ComplianceTest, Verdict, performance_verdict
+from suite.logs import ACCURACY_LOG
+from suite.results import RunResult
 
 
 def _responses(path: Path) -> dict[int, list[bytes]]:

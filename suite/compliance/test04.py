@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..results import RunResult
-from .base import ComplianceTest, Verdict, performance_verdict
+from suite.compliance.base import ComplianceTest, Verdict, performance_verdict
+from suite.results import RunResult
 
 
 class Test04:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ..config import DataConfig
-from ..errors import DatasetError
-from ..models import ModelCard
-from .base import InMemoryDataset
+from suite.config.loader import DataConfig
+from suite.datasets.base import InMemoryDataset
+from suite.errors import DatasetError
+from suite.models import ModelCard
 
 if TYPE_CHECKING:  # the cache module loads multiprocessing: only ImageNet needs it
     import numpy.typing as npt
 
-    from .cache import CacheProgress
+    from suite.datasets.cache import CacheProgress
 
 __all__ = ["InMemoryDataset", "calibration_set", "create"]
 

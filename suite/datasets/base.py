@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import DatasetError
-from ..types import Batch, IndexArray
+from suite.errors import DatasetError
+from suite.types import Batch, IndexArray
 
 if TYPE_CHECKING:
-    from ..backends.base import RawInput
+    from suite.backends.base import RawInput
 
 
 class InMemoryDataset:

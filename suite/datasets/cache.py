@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import DatasetError
-from .preprocess import CropParams, ImageError, decode_and_crop
+from suite.datasets.preprocess import CropParams, ImageError, decode_and_crop
+from suite.errors import DatasetError
 
 #: Called with (images done, images in the dataset, elapsed seconds).
 CacheProgress = Callable[[int, int | None, float], None]

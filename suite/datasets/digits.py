@@ -28,11 +28,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..config import DataConfig
-from ..errors import DatasetError
-from ..models import ModelCard
-from ..types import IndexArray
-from .base import InMemoryDataset
+from suite.config.loader import DataConfig
+from suite.datasets.base import InMemoryDataset
+from suite.errors import DatasetError
+from suite.models import ModelCard
+from suite.types import IndexArray
 
 
 def validation_split(card: ModelCard) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:

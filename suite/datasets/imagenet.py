@@ -20,14 +20,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..backends.base import RawInput
-from ..config import DataConfig
-from ..errors import DatasetError
-from ..models import ModelCard
-from ..types import IndexArray
-from .base import InMemoryDataset
-from .cache import CacheProgress, CacheReport, CropCache
-from .preprocess import NormalizeParams, normalize, params_from_card, sample_shape
+from suite.backends.base import RawInput
+from suite.config.loader import DataConfig
+from suite.datasets.base import InMemoryDataset
+from suite.datasets.cache import CacheProgress, CacheReport, CropCache
+from suite.datasets.preprocess import (
+    NormalizeParams,
+    normalize,
+    params_from_card,
+    sample_shape,
+)
+from suite.errors import DatasetError
+from suite.models import ModelCard
+from suite.types import IndexArray
 
 VAL_MAP = "val_map.txt"
 _HINT_DIR = ("set data.dataset_dir (--set data.dataset_dir=/path, a [data] table in "

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import DatasetError
+from suite.errors import DatasetError
 
 Layout = Literal["NCHW", "NHWC"]
 

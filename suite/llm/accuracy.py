@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..accuracy import read_accuracy_entries
-from ..errors import SuiteError
-from ..logs import ACCURACY_LOG
-from ..models import sha256_file
-from .card import LLMCard
+from suite.accuracy import read_accuracy_entries
+from suite.errors import SuiteError
+from suite.llm.card import LLMCard
+from suite.logs import ACCURACY_LOG
+from suite.models import sha256_file
 
 ACCURACY_TXT = "accuracy.txt"
 

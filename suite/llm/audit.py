@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import BundleError
-from ..paths import Paths
+from suite.errors import BundleError
+from suite.paths import Paths
 
 _HASH = re.compile(r"^hash=([0-9a-f]{64})$")
 
@@ -28,10 +28,10 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
     (``ast.literal_eval``), or a ``SuiteError``, when the bundle gives nothing to
     recompute from.
     """
-    from ..rules import load_rules
-    from .accuracy import decode_outputs, score
-    from .card import card_name, load_llm_card
-    from .dataset import LLMDataset
+    from suite.config.rules import load_rules
+    from suite.llm.accuracy import decode_outputs, score
+    from suite.llm.card import card_name, load_llm_card
+    from suite.llm.dataset import LLMDataset
 
     log = tree / "evidence" / result / "mlperf_log_accuracy.json"
     lines = [line.strip() for line in (tree / result / "accuracy" / "accuracy.txt")

@@ -6,17 +6,14 @@ The classification seam (``load``/``predict``) does not apply to a text-generati
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from ..backends.base import BackendBase, BackendInfo, BackendOptions, nvidia_gpu_problem
-from ..errors import BackendError
-from .card import LLMCard
-from .generation import TorchGenerationBackend
-
-if TYPE_CHECKING:
-    from ..loadgen import TokenCompleter
+from suite.backends.base import BackendBase, BackendInfo, BackendOptions, nvidia_gpu_problem
+from suite.errors import BackendError
+from suite.llm.card import LLMCard
+from suite.llm.generation import TorchGenerationBackend
 
 
 class TorchLLMOptions(BackendOptions):
@@ -45,13 +42,11 @@ class TorchLLMBackend(BackendBase):
         raise BackendError("backend 'torch-llm' runs text-generation cards only",
                            hint="use --backend torch-llm with an LLM benchmark (tinylm)")
 
-    def make_completer(self) -> TokenCompleter:
-        """What answers LoadGen for this backend's SUT (a test backend may return its own).
-
-        Imported here: the parent process resolves backends and never imports LoadGen."""
-        from ..loadgen import TokenCompleter
-
-        return TokenCompleter()
+    def make_completer(self) -> object | None:
+        """What answers LoadGen for this backend's SUT: None for the harness's own
+        ``TokenCompleter``; a test backend may return a subclass of it (this layer sits
+        below the harness, so the type is checked where the harness takes it)."""
+        return None
 
     def open(self, card: LLMCard, max_sequences: int) -> tuple[TorchGenerationBackend,
                                                                BackendInfo]:

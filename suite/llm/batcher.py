@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .generation import GenerationBackend, GenerationConfig
+from suite.llm.generation import GenerationBackend, GenerationConfig
 
 
 @dataclass

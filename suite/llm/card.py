@@ -13,9 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigError, ModelError
-from ..models import sha256_file
-from ..paths import Paths
+from suite.errors import ConfigError, ModelError
+from suite.models import sha256_file
+from suite.paths import Paths
 
 TASK = "text-generation"
 

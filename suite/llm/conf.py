@@ -9,9 +9,9 @@ has no Interactive scenario). LoadGen reads ``ttft_latency``/``tpot_latency`` in
 
 from __future__ import annotations
 
-from ..errors import ConfigError
-from ..rules import RuleSet, TokenBounds
-from ..scenarios import Scenario
+from suite.config.rules import RuleSet, TokenBounds
+from suite.errors import ConfigError
+from suite.scenarios import Scenario
 
 
 def token_bounds(rules: RuleSet, benchmark: str) -> TokenBounds | None:

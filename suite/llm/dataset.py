@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import DatasetError
-from .card import LLMCard
+from suite.errors import DatasetError
+from suite.llm.card import LLMCard
 
 
 class CharTokenizer:

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import BackendError
-from .card import LLMCard, verify_weights
+from suite.errors import BackendError
+from suite.llm.card import LLMCard, verify_weights
 
 if TYPE_CHECKING:
     import torch

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..accuracy import read_accuracy_entries
+from suite.accuracy import read_accuracy_entries
 
 NAME = "TEST06"
 VERIFY_FILE = "verify_accuracy.txt"

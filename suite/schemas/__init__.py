@@ -19,25 +19,25 @@ BASE_ID = "https://infersuite.dev/schemas"
 
 
 def _check_report() -> type[BaseModel]:
-    from ..checker.findings import CheckReport
+    from suite.checker.findings import CheckReport
 
     return CheckReport
 
 
 def _lint_report() -> type[BaseModel]:
-    from ..preflight import LintReport
+    from suite.config.preflight import LintReport
 
     return LintReport
 
 
 def _audit_report() -> type[BaseModel]:
-    from ..audit.report import AuditReport
+    from suite.audit.report import AuditReport
 
     return AuditReport
 
 
 def _finding() -> type[BaseModel]:
-    from ..findings import Finding
+    from suite.findings import Finding
 
     return Finding
 

@@ -1,6 +1,6 @@
 """``python -m suite.schemas``: regenerate the committed JSON schemas from the models."""
 
-from . import write
+from suite.schemas import write
 
 for path in write():
     print(path)

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..backends.remote_check import V2_DATATYPES
-from ..errors import SuiteError
-from ..signals import die_with_parent
+from suite.backends.remote_check import V2_DATATYPES
+from suite.errors import SuiteError
+from suite.harness.signals import die_with_parent
 
 if TYPE_CHECKING:
-    from ..models import ModelCard
+    from suite.models import ModelCard
 
 RUNTIME = "suite.serve.runtime.OnnxCardRuntime"
 _REPO = Path(__file__).resolve().parents[2]

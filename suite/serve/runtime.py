@@ -47,7 +47,7 @@ class OnnxCardRuntime(MLModel):  # type: ignore[misc,unused-ignore]
                                              providers=["CPUExecutionProvider"])
         # What the model file holds, read from it: the client records it, and packaging
         # states nothing about precision that no record says.
-        from ..backends.onnxruntime import weight_types
+        from suite.backends.onnxruntime import weight_types
 
         self._precision = weight_types(Path(path))
         self._input = self.settings.inputs[0].name

@@ -17,10 +17,10 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..backends.remote_check import V2_DATATYPES
+from suite.backends.remote_check import V2_DATATYPES
 
 if TYPE_CHECKING:
-    from ..models import ModelCard
+    from suite.models import ModelCard
 
 
 def _dims(shape: list[int]) -> str:

@@ -1,0 +1,327 @@
+"""The ``suite`` command line. The only place that prints, owns the console, catches
+``SuiteError`` and chooses the exit code:
+
+0 every test VALID (and accuracy on target) · 2 ran but INVALID, or a target or rule
+failed · 1 error (bad input, failed run) · 130 interrupted (Ctrl-C, SIGTERM or SIGHUP:
+all three drain the running test and keep its logs, see ``signals``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from suite.config.loader import ConfigRequest
+from suite.config.rules import DEFAULT_ROUND
+from suite.errors import SuiteError
+from suite.harness.signals import interrupt_on_termination
+from suite.results import RunResult, Status
+from suite.version import __version__
+
+# Wide enough for the results table when output is not a terminal (CI logs, pipes).
+out = Console(width=None if sys.stdout.isatty() else 160)
+# Messages are never wrapped: paths in them must stay copy-pasteable.
+err = Console(stderr=True, soft_wrap=True)
+
+
+def _config_options(func: Any) -> Any:
+    """The options every config-resolving command shares."""
+    options = [
+        click.option("--benchmark", default="digits", show_default=True,
+                     help="benchmark name (run_rules/<round>.toml)"),
+        click.option("--scenario", default="offline", show_default=True,
+                     help="singlestream | multistream | server | offline"),
+        click.option("--backend", default="onnxruntime", show_default=True,
+                     help="backend name, or module:Class"),
+        click.option("--mode", default="performance", show_default=True,
+                     help="performance | accuracy | all"),
+        click.option("--round", "round_name", default=DEFAULT_ROUND, show_default=True,
+                     help="run-rules round"),
+        click.option("--quick", is_flag=True, help="seconds-long runs; not submittable"),
+        click.option("--config", "config_file", type=click.Path(path_type=Path),
+                     help="user config TOML"),
+        click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+                     help="override one config key, repeatable"),
+        click.option("--system", help="whose tuned settings apply (default: this host)"),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="suite")
+def app() -> None:
+    """MLPerf-style inference benchmarks driven by the real LoadGen."""
+
+
+class _Progress:
+    """A rich progress bar fed by the child's heartbeats (relayed on another thread).
+
+    With the child's live figures (``live``, a ``progress.LiveStatus``): Server's achieved
+    QPS, SUT-side p99 estimate against the bound and backlog, Offline's samples/s, and
+    the latest early warning; the bar keeps its last line, warning included, at the end.
+    """
+
+    def __init__(self, progress: Progress, label: str) -> None:
+        self.progress = progress
+        self.label = label
+        self.task: TaskID | None = None
+        self.status: Any = None  # the latest progress.LiveStatus
+
+    def live(self, status: Any) -> None:
+        """Each beat's ``progress.LiveStatus``, just before ``__call__`` (``LiveSink``)."""
+        self.status = status
+
+    def __call__(self, completed: int, expected: int | None, elapsed: float) -> None:
+        from suite.harness.progress import describe  # lazy, like every command's imports
+
+        if self.task is None:
+            self.task = self.progress.add_task(self.label, total=expected)
+        if self.status is None:
+            rate = completed / elapsed if elapsed > 0 else 0.0
+            figures, warning = f"{rate:,.0f} samples/s", ""
+        else:
+            figures, _, warning = describe(self.status).partition("  WARNING: ")
+        text = f"{escape(self.label)} {escape(figures)}"
+        if warning:
+            text += f"  [bold yellow]WARNING:[/] {escape(warning)}"
+        self.progress.update(self.task, completed=completed, total=expected, description=text)
+
+    def stage(self, stage: str) -> None:
+        """The child's setup stage ("loading model", "warming up", ...) until LoadGen runs."""
+        if stage == "running":
+            return  # the rate takes over the description
+        if self.task is None:
+            self.task = self.progress.add_task(f"{self.label}: {stage}", total=None)
+        else:
+            self.progress.update(self.task, description=f"{self.label}: {stage}")
+
+
+class _Bars:
+    """One ``_Progress`` per test, shared by the progress and the stage callbacks."""
+
+    def __init__(self, progress: Progress, label: str) -> None:
+        self.progress, self.label = progress, label
+        self.bars: dict[str, _Progress] = {}
+
+    def bar(self, mode: str) -> _Progress:
+        if mode not in self.bars:
+            self.bars[mode] = _Progress(self.progress, f"{self.label} {mode}")
+        return self.bars[mode]
+
+    def stage(self, mode: str) -> Callable[[str], None]:
+        return self.bar(mode).stage
+
+
+def _run_requests(requests: list[ConfigRequest]) -> int:
+    from suite.api import run  # lazy: keeps `suite --help` fast
+
+    results: list[RunResult] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    for request in requests:
+        with Progress(*columns, console=err, transient=False) as progress:
+            bars = _Bars(progress, f"{request.benchmark} {request.scenario} {request.backend}")
+            result = run(request, on_progress=bars.bar, on_lint=_print_lint,
+                         on_stage=bars.stage)
+        results.append(result)
+        _say_where(result)
+        if result.status is Status.INTERRUPTED:
+            break
+    _print_results(results)
+    return max((r.exit_code for r in results), key=[0, 2, 1, 130].index)
+
+
+def _print_lint(report: Any) -> None:
+    from suite.cli.render import print_lint  # pre-flight findings, before LoadGen starts
+
+    print_lint(report, err, table=False)
+
+
+def _print_results(results: list[RunResult]) -> None:
+    from suite.reports.table import results_table, run_notes
+
+    out.print(results_table(results))
+    for note in run_notes(results):
+        out.print(f"  - {escape(note)}", soft_wrap=True)
+
+
+def _say_where(result: RunResult) -> None:
+    if result.status is Status.FAILED:
+        failed = next(t for t in result.tests if t.status is Status.FAILED)
+        err.print(f"[red]error:[/] {result.scenario} {failed.mode} test failed: "
+                  f"{escape(failed.message)}")
+        err.print(f"  logs kept in {escape(failed.directory)} (see harness.log and status.json)")
+    elif result.status is Status.INTERRUPTED:
+        err.print(f"[magenta]interrupted:[/] partial logs kept in {escape(result.run_dir)}")
+    else:
+        err.print(f"run directory: {escape(result.run_dir)}")
+
+
+def _request(benchmark: str, scenario: str, backend: str, mode: str, round_name: str,
+             quick: bool, config: Path | None, sets: list[str] | None,
+             runs_dir: Path | None, flags: dict[str, tuple[Any, str]]) -> ConfigRequest:
+    return ConfigRequest(
+        benchmark=benchmark, scenario=scenario, backend=backend, mode=mode, round=round_name,
+        quick=quick, config_file=config, sets=sets or [],
+        flags={k: v for k, v in flags.items() if v[0] is not None}, runs_dir=runs_dir,
+    )
+
+
+@app.command("run")
+@_config_options
+@click.option("--runs-dir", type=click.Path(path_type=Path), help="default: runs/")
+@click.option("--target-qps", type=float, help="Server: loadgen.target_qps")
+@click.option("--expected-qps", type=float, help="Offline: loadgen.expected_qps")
+@click.option("--batch-size", type=int, help="sut.max_batch_size")
+@click.option("--workers", type=int, help="sut.workers")
+@click.option("--compliance", metavar="TESTxx", help="run a compliance test (TEST01, TEST04)")
+@click.option("--reference", type=click.Path(path_type=Path),
+              help="compliance: the reference run directory (default: newest matching)")
+@click.option("--force", is_flag=True,
+              help="run even when the pre-flight predicts a test longer than 7 days")
+def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_name: str,
+                quick: bool, config_file: Path | None, sets: tuple[str, ...], system: str | None,
+                runs_dir: Path | None, target_qps: float | None, expected_qps: float | None,
+                batch_size: int | None, workers: int | None, compliance: str | None,
+                reference: Path | None, force: bool) -> int:
+    """Run one benchmark scenario through LoadGen."""
+    flags = {
+        "loadgen.target_qps": (target_qps, "--target-qps"),
+        "loadgen.expected_qps": (expected_qps, "--expected-qps"),
+        "sut.max_batch_size": (batch_size, "--batch-size"),
+        "sut.workers": (workers, "--workers"),
+    }
+    request = _request(benchmark, scenario, backend, mode, round_name, quick, config_file,
+                       list(sets), runs_dir, flags)
+    request.compliance, request.reference, request.system = compliance, reference, system
+    request.force = force
+    return _run_requests([request])
+
+
+@app.command("demo")
+@click.option("--backend", default="onnxruntime", show_default=True)
+@click.option("--runs-dir", type=click.Path(path_type=Path), help="default: runs/")
+@click.option("--quick/--full", default=True, show_default=True,
+              help="quick durations (not submittable), or the round's official ones")
+def demo_command(backend: str, runs_dir: Path | None, quick: bool) -> int:
+    """digits on all four scenarios, performance then accuracy."""
+    requests = [
+        _request("digits", scenario, backend, "all", DEFAULT_ROUND, quick, None, None, runs_dir,
+                 {})
+        for scenario in ("singlestream", "multistream", "server", "offline")
+    ]
+    return _run_requests(requests)
+
+
+@app.command("config")
+@_config_options
+def config_command(benchmark: str, scenario: str, backend: str, mode: str, round_name: str,
+                   quick: bool, config_file: Path | None, sets: tuple[str, ...],
+                   system: str | None) -> int:
+    """Print the resolved configuration and where each value came from (no run)."""
+    from suite.api import prepare
+
+    request = _request(benchmark, scenario, backend, mode, round_name, quick, config_file,
+                       list(sets), None, {})
+    request.system = system
+    resolved = prepare(request)[0]
+    table = Table(title=f"{resolved.benchmark} {resolved.scenario.value} on {resolved.backend}")
+    table.add_column("key")
+    table.add_column("value")
+    table.add_column("source")
+    values = {f"loadgen.{k}": v for k, v in resolved.loadgen.model_dump().items()}
+    values |= {f"sut.{k}": v for k, v in resolved.sut.model_dump().items()}
+    values |= {f"data.{k}": v for k, v in resolved.data.model_dump().items()}
+    values |= {f"backend.{resolved.backend}.{k}": v
+               for k, v in resolved.backend_options.items()}
+    for key, value in values.items():
+        source = resolved.provenance.get(key, "default")
+        table.add_row(escape(key), escape(str(value)), escape(source))
+    out.print(table)
+    for reason in resolved.non_submittable_reasons:
+        err.print(f"[yellow]not submittable:[/] {escape(reason)}")
+    return 0
+
+
+@app.command("backends")
+def backends_command() -> int:
+    """List every backend and whether it can run here."""
+    from suite.backends import list_backends
+
+    table = Table(title="backends")
+    for column in ("backend", "available", "why not / install"):
+        table.add_column(column)
+    for row in list_backends():
+        table.add_row(row.name, "yes" if row.available else "[red]no[/]", escape(row.reason))
+    out.print(table)
+    return 0
+
+
+@app.command("show")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+def show_command(run_dirs: tuple[Path, ...]) -> int:
+    """Print the results table of finished runs from their result.json."""
+    results = []
+    for run_dir in run_dirs:
+        path = run_dir / "result.json"
+        try:
+            results.append(RunResult.load(path))
+        except (OSError, ValueError) as exc:
+            raise SuiteError(f"cannot read {path}: {exc}",
+                             hint="a run without result.json was killed; see its STATUS") from None
+    _print_results(results)
+    return 0
+
+
+def _add_discovered_commands() -> None:
+    from suite.cli.commands import discover
+
+    for command in discover():
+        app.add_command(command)
+
+
+_add_discovered_commands()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``suite`` and ``python -m suite``; returns the exit code."""
+    try:
+        with interrupt_on_termination():  # TERM and HUP end a run the way Ctrl-C does
+            code = app.main(args=argv, prog_name="suite", standalone_mode=False)
+    except click.exceptions.UsageError as exc:
+        err.print(f"[red]usage error:[/] {escape(exc.format_message())}")
+        return 1
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        cause = exc.__cause__ or exc  # click wraps KeyboardInterrupt in Abort
+        notes = "; ".join(getattr(cause, "__notes__", []))
+        err.print(f"[magenta]interrupted[/]{': ' + escape(notes) if notes else ''}")
+        return 130
+    except SuiteError as exc:
+        err.print(f"[red]error:[/] {escape(exc.message)}")
+        if exc.hint:
+            err.print(f"  hint: {escape(exc.hint)}")
+        return 1
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    return int(code) if isinstance(code, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

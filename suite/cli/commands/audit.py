@@ -1,0 +1,55 @@
+"""``suite audit BUNDLE --key PUB``: verify, re-check, recompute, replay (see suite.audit)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("audit")
+@click.argument("bundle", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--key", "public_key", required=True,
+              type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help="the submitter's public key")
+@click.option("--rerun", help="replay results here: a result id, a comma list, 'random N' or "
+              "'all' (default: no replay)")
+@click.option("--tolerance", default=0.02, show_default=True,
+              help="allowed shortfall of a replayed metric against its claim")
+@click.option("--runs-dir", type=click.Path(path_type=Path),
+              help="where replays go (default runs/audit/)")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+@click.option("--out", type=click.Path(path_type=Path), help="also write the JSON report here")
+@click.option("--sign", "sign_key", type=click.Path(path_type=Path),
+              help="sign the report as a DSSE attestation with this private key")
+def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: float,
+                  runs_dir: Path | None, as_json: bool, out: Path | None,
+                  sign_key: Path | None) -> int:
+    """Audit a signed bundle: exit 0 when every check passes, 2 when one fails."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from suite.api import audit
+    from suite.audit.report import render, verdict_line
+
+    err = Console(stderr=True, soft_wrap=True)
+    report = audit(bundle, public_key, rerun=rerun, tolerance=tolerance, runs_dir=runs_dir,
+                   say=lambda m: err.print(escape(m)))
+    text = report.to_json()
+    if out is not None:
+        out.write_text(text + "\n")
+    if sign_key is not None:
+        from suite.audit.sign import sign_report
+
+        attestation = sign_report(report, sign_key, out or bundle.with_suffix(".audit.json"))
+        err.print(f"signed audit attestation: {attestation}")
+    if as_json:
+        sys.stdout.write(text + "\n")
+    else:
+        Console(width=None if sys.stdout.isatty() else 160).print(render(report))
+    err.print(escape(verdict_line(report)))
+    return 0 if report.passed else 2
+
+
+COMMANDS = [audit_command]

@@ -1,0 +1,48 @@
+"""``suite runs [RUNS_DIR]``: the run ledger (see ``suite.reports.ledger``). Exit 0 when listed,
+1 when the runs directory or a filter is bad; unreadable runs are named, not fatal."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+STATUSES = ("VALID", "INVALID", "FAILED", "INTERRUPTED")
+
+
+@click.command("runs")
+@click.argument("runs_dir", required=False, type=click.Path(path_type=Path))
+@click.option("--benchmark", help="only this benchmark")
+@click.option("--scenario", help="only this scenario")
+@click.option("--backend", help="only this backend")
+@click.option("--mode", help="only this mode (performance, accuracy, all, TEST01...)")
+@click.option("--status", type=click.Choice(STATUSES, case_sensitive=False),
+              help="only attempts that ended so")
+@click.option("--since", help="only attempts at or after this ISO date or time (UTC)")
+@click.option("--json", "as_json", is_flag=True, help="print the ledger as JSON")
+def runs_command(runs_dir: Path | None, benchmark: str | None, scenario: str | None,
+                 backend: str | None, mode: str | None, status: str | None,
+                 since: str | None, as_json: bool) -> int:
+    """Every attempt under RUNS_DIR (default: the runs directory), grouped by config
+    digest with the best of each group marked."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from suite.paths import find_paths
+    from suite.reports.ledger import Filters, list_runs, render
+
+    ledger = list_runs(runs_dir or find_paths().runs,
+                       Filters(benchmark, scenario, backend, mode, status, since))
+    if as_json:
+        sys.stdout.write(json.dumps(ledger.to_dict(), indent=2) + "\n")
+    else:
+        Console(width=None if sys.stdout.isatty() else 200).print(render(ledger))
+    err = Console(stderr=True, soft_wrap=True)
+    for item in ledger.skipped:
+        err.print(escape(f"skipped {item.path}: {item.why}"))
+    return 0
+
+
+COMMANDS: list[click.Command] = [runs_command]

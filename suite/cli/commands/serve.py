@@ -1,0 +1,54 @@
+"""``suite serve``: the benchmark's reference model on MLServer replicas on this machine,
+or the files that serve it on Triton (``--write-triton-repo``) or KServe
+(``--write-kserve-manifest``). Parse, call ``suite.api``, render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("serve")
+@click.option("--benchmark", default="digits", show_default=True,
+              help="the model card to serve (any card with an ONNX file)")
+@click.option("--replicas", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="MLServer processes, one port pair each")
+@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on")
+@click.option("--max-batch-size", default=256, show_default=True,
+              type=click.IntRange(1, 65536), help="largest request the model takes")
+@click.option("--model-path", type=click.Path(path_type=Path),
+              help="the ONNX file, for cards whose model the user supplies")
+@click.option("--workdir", type=click.Path(path_type=Path),
+              help="where the replicas' settings and logs go (default: a temporary directory)")
+@click.option("--write-triton-repo", type=click.Path(path_type=Path),
+              help="write a Triton model repository here and exit (starts nothing)")
+@click.option("--write-kserve-manifest", type=click.Path(path_type=Path),
+              help="write a KServe InferenceService manifest here and exit")
+@click.option("--storage-uri", default="gs://YOUR-BUCKET/triton-repo", show_default=True,
+              help="the manifest's storageUri: where the Triton repository was uploaded")
+def serve_command(benchmark: str, replicas: int, host: str, max_batch_size: int,
+                  model_path: Path | None, workdir: Path | None,
+                  write_triton_repo: Path | None, write_kserve_manifest: Path | None,
+                  storage_uri: str) -> int:
+    """Serve the benchmark's model on N MLServer replicas and print the endpoints."""
+    from suite import api
+    from suite.cli.render import serving_lines
+
+    card = api.serve_card(benchmark, model_path)
+    if write_triton_repo or write_kserve_manifest:
+        for path in api.write_serving_files(
+                card, triton_repo=write_triton_repo, kserve_manifest=write_kserve_manifest,
+                max_batch_size=max_batch_size, storage_uri=storage_uri, replicas=replicas):
+            click.echo(f"wrote {path}")
+        return 0
+    with api.serve(card, replicas, workdir, host=host, max_batch_size=max_batch_size) as running:
+        logs = str(running[0].directory.parent)
+        click.echo("\n".join(serving_lines(benchmark, card.name, running, logs)))
+        dead = api.first_exited(running)
+        click.echo(f"replica {dead.grpc_url} exited (code {dead.process.returncode}); "
+                   f"see {dead.log}", err=True)
+        return 1
+
+
+COMMANDS: list[click.Command] = [serve_command]

@@ -1,0 +1,106 @@
+"""How the CLI shows the library's results: the renderers several commands share.
+
+Commands parse, call ``suite.api`` and hand the result to a function here; nothing here
+decides a status or an exit code. Rich is imported inside each function, so importing
+this module (as ``suite run`` does for its pre-flight findings) costs nothing.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from suite.config.preflight import LintReport
+    from suite.harness.tune import TuneReport
+    from suite.serve.launcher import Replica
+    from suite.submission.workflow import PackageResult
+
+
+def stderr() -> Any:
+    """The console for messages: never wrapped, so paths in them stay copy-pasteable."""
+    from rich.console import Console
+
+    return Console(stderr=True, soft_wrap=True)
+
+
+def print_lint(report: LintReport, console: Any, *, table: bool) -> None:
+    """Findings, then (``table``) the effective settings, then the prediction."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    for f in report.findings:
+        style = "red" if f.severity == "error" else "yellow"
+        where = f" ({escape(f.source)})" if f.source else ""
+        console.print(f"[{style}]{f.severity}[/] [bold]{f.rule}[/] {escape(f.message)}{where}",
+                      soft_wrap=True)
+        if f.hint:
+            console.print(f"    hint: {escape(f.hint)}", soft_wrap=True)
+    if table and report.effective:
+        grid = Table(title="effective settings")
+        for column in ("key", "value", "source"):
+            grid.add_column(column)
+        for key, (value, source) in report.effective.items():
+            grid.add_row(escape(key), escape(str(value)), escape(source))
+        console.print(grid)
+    if report.predicted_queries is not None and report.predicted_seconds is not None:
+        console.print(f"pre-flight: predicted {report.predicted_queries:,} queries, "
+                      f"about {report.predicted_seconds:,.1f} s per performance test")
+
+
+def print_tune(report: TuneReport, benchmark: str, backend: str) -> None:
+    """The chosen settings as a table on stdout, then the bookkeeping on stderr."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"tuned {benchmark} on {backend} for system '{report.system}'")
+    for column in ("scenario", "key", "value", "why"):
+        table.add_column(column)
+    for scenario, choices in report.choices.items():
+        for choice in choices:
+            table.add_row(scenario, choice.key, str(choice.value), escape(choice.why))
+    Console().print(table)
+    err = stderr()
+    err.print(f"probes run: {report.probes_run}, reused from cache: {report.probes_cached}")
+    err.print(f"written: {report.settings_file} (suite run picks it up on this system)")
+
+
+def print_package(done: PackageResult, *, unofficial: bool) -> None:
+    """What packaging refused and moved, the check's findings, and the bundle built."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from suite.checker.render import render
+
+    err = stderr()
+    for reason in done.refused:
+        err.print(f"[yellow]refused:[/] {escape(reason)}")
+    for name in done.unknown_fields:
+        err.print(f"[yellow]warning:[/] unknown system field '{escape(name)}' ignored")
+    if done.moved_aside:
+        err.print(f"[yellow]note:[/] {escape(str(done.tree))} was not a tree this command "
+                  f"placed; moved aside to {escape(done.moved_aside)}, not deleted")
+    render(done.report, Console(stderr=True, width=160))
+    if done.bundle is None:
+        err.print("[red]not signed:[/] the tree fails the rules above; fix them, or pass "
+                  "--unofficial to build a test bundle")
+        return
+    label = "[yellow]UNOFFICIAL[/] " if unofficial else ""
+    err.print(f"{label}bundle: {escape(str(done.bundle))} ({done.bundle.stat().st_size} "
+              f"bytes); tree: {escape(str(done.tree))}")
+    if done.empty_fields:
+        err.print(f"[yellow]system fields still empty:[/] {', '.join(done.empty_fields)}")
+
+
+def serving_lines(benchmark: str, card_name: str, running: list[Replica], logs: str) -> list[str]:
+    """What ``suite serve`` prints once its replicas listen: endpoints and the run command."""
+    import json
+
+    endpoints = "backend.remote.endpoints=" + json.dumps([r.grpc_url for r in running])
+    return [f"serving {card_name} on {len(running)} MLServer replica(s) (logs in {logs}):",
+            *(f"  {r.grpc_url}   {r.http_url}" for r in running),
+            "run the suite against them (gRPC; the http:// URLs speak REST):",
+            f"  python -m suite run --benchmark {benchmark} --backend remote "
+            f"--scenario server --set {shlex.quote(endpoints)}",
+            "Ctrl-C stops the servers."]

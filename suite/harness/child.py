@@ -1,0 +1,393 @@
+"""The child process that runs exactly one LoadGen test.
+
+LoadGen cannot run a second test in a process, and a failure inside a callback
+leaves it corrupt, so every test gets a fresh process (``python -m suite.harness.child
+SPEC PROGRESS_FD``). The parent (``runner``) owns config, display and results; this
+process only builds the backend, dataset and SUT, runs the test, and reports:
+
+* progress: JSON lines on the pipe ``PROGRESS_FD`` every ``sut.heartbeat_s``, from
+  the start: during setup they name the ``stage`` ("loading model", "opening dataset",
+  "warming up", "starting workers"), so a long model load or compile stays alive;
+  while LoadGen runs they carry ``live`` (``progress.LiveStatus``: the rate, Server's
+  backlog and SUT-side p99 estimate, and early warnings, also kept in ``status.json``);
+* control: a ``stop`` line on stdin, EOF on stdin (the parent is gone), SIGTERM or
+  SIGHUP, and the parent's death (PR_SET_PDEATHSIG, see ``signals``) all stop the
+  test: LoadGen running, the SUT drains; during setup, the process exits at once;
+* outcome: ``status.json`` in the test directory, and the exit code
+  (0 completed, 1 failed, 130 interrupted).
+
+If LoadGen has not returned ``sut.drain_grace_s`` after a drain (Server keeps its
+schedule; an inline backend call may never return), the process writes its status
+and exits hard: the logs written so far stay in the test directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TextIO, cast
+
+from pydantic import BaseModel, ConfigDict
+
+from suite import datasets
+from suite.config.loader import RunConfig
+from suite.harness import signals
+from suite.harness.loadgen import Completer, run_test
+from suite.harness.output_contract import OutputContract
+from suite.harness.progress import LiveEstimator, LiveStatus
+from suite.harness.settings import LoadGenSettings
+from suite.harness.sut.batch_stats import BatchStats, BatchTail
+from suite.harness.sut.core import SystemUnderTest
+from suite.harness.sut.loading import load_model
+from suite.harness.sut.workers import WorkerSpec
+from suite.llm.card import is_llm_benchmark
+from suite.paths import find_paths
+from suite.postprocess import make_postprocess
+from suite.scenarios import Scenario
+
+EXIT_COMPLETED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+NETWORK_SUT_NAME = "infersuite Network SUT"
+
+
+class ChildSpec(BaseModel):
+    """Everything the child needs, written by the parent as ``child_spec.json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    home: Path
+    test_dir: Path
+    config: RunConfig
+    settings: dict[str, Any]
+    qsl_total: int
+    qsl_performance: int
+    audit_config: Path | None = None
+    #: The parent's pid: the child stops itself when it finds another parent.
+    parent_pid: int | None = None
+
+
+class _Status:
+    """Writes ``status.json`` exactly once, whichever thread gets there first."""
+
+    def __init__(self, path: Path, progress: TextIO) -> None:
+        self.path = path
+        self._progress = progress
+        self._lock = threading.Lock()
+        self._written = False
+        self.backend: dict[str, Any] = {}
+        #: What the backend counted during the run (the remote backend's requests per
+        #: endpoint and client process), read when the status is written.
+        self.backend_run: Callable[[], dict[str, Any]] | None = None
+        #: The live estimate's warnings go into the record (set when LoadGen starts).
+        self.live: LiveEstimator | None = None
+
+    def write(self, status: str, code: int, sut: SystemUnderTest | None, **extra: Any) -> bool:
+        with self._lock:
+            if self._written:
+                return False
+            self._written = True
+            backend = self.backend
+            if self.backend_run is not None and (counted := self.backend_run()):
+                backend = {**backend, "run": counted}
+            record = {
+                "status": status,
+                "exit_code": code,
+                "backend": backend,
+                "failures": sut.failures.failures if sut else [],
+                "failed_samples": sut.failures.failed_samples if sut else 0,
+                "samples_completed": sut.completer.completed if sut else 0,
+                "issue_calls": sut.issue_calls if sut else 0,
+                "derived": sut.derived if sut else {},
+                "batches": sut.batch_profile() if sut else {},
+                # Early warnings seen during the run: evidence, not a verdict (LoadGen's
+                # detail log decides VALID or INVALID).
+                "warnings": self.live.warnings() if self.live else [],
+                **extra,
+            }
+            tmp = self.path.with_suffix(".tmp")
+            try:
+                tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+                tmp.replace(self.path)
+            except OSError as exc:
+                # A full disk or a vanished directory: no half-written file stays, and the
+                # parent learns why through the progress pipe (status.json cannot say).
+                tmp.unlink(missing_ok=True)
+                with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+                    self._progress.write(json.dumps({"status_error": _os_error(exc)}) + "\n")
+                    self._progress.flush()
+            return True
+
+
+def _os_error(exc: OSError) -> str:
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: [Errno {exc.errno}] {exc.strerror}"
+
+
+class _State:
+    """What the child is doing, for the heartbeat and for a stop request."""
+
+    def __init__(self) -> None:
+        self.stage = "starting"
+        self.sut: SystemUnderTest | None = None
+        #: Set just before LoadGen starts: from then on a stop drains instead of exiting.
+        self.running = False
+        #: The live estimate, made just before LoadGen starts; fed by the heartbeat only.
+        self.live: LiveEstimator | None = None
+        self.interrupted = threading.Event()
+        self.reason = ""
+        self._lock = threading.Lock()
+
+    def enter(self, stage: str) -> None:
+        self.stage = stage
+
+    def first_stop(self, reason: str) -> bool:
+        with self._lock:
+            if self.interrupted.is_set():
+                return False
+            self.reason = reason
+            self.interrupted.set()
+            return True
+
+
+def _heartbeat(out: TextIO, state: _State, every: float, done: threading.Event) -> None:
+    """Beat from the start of setup: a slow model load or compile is alive, not hung."""
+    start = time.monotonic()
+    running_since: float | None = None
+    tail = BatchTail()
+    while True:
+        finished = done.wait(every)
+        sut = state.sut
+        if state.running and running_since is None:
+            running_since = time.monotonic()
+        draining = sut is not None and sut.draining.is_set()
+        live: dict[str, Any] = {}
+        if state.running and state.live is not None and sut is not None:
+            try:
+                live = {"live": _observe(state.live, sut, tail).to_json()}
+            except Exception as exc:
+                # The estimate must never silence the heartbeat (the parent kills a silent
+                # child): it stops, says why, and the warnings so far stay recorded.
+                traceback.print_exc()
+                state.live = None
+                live = {"live_error": f"the live estimate stopped: {exc!r}"}
+        try:
+            out.write(json.dumps({
+                "stage": "draining" if draining and state.running else state.stage,
+                "setup": not state.running,
+                "completed": sut.completer.completed if sut else 0,
+                # Since LoadGen started: the display's rate must not count the setup.
+                "elapsed_s": round(time.monotonic() - running_since, 3) if running_since
+                else 0.0,
+                "since_start_s": round(time.monotonic() - start, 3),
+                "draining": draining,
+                "failed": bool(sut.failures) if sut else False,
+                **live,
+            }) + "\n")
+            out.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            return  # the parent went away; the control pipe's EOF stops the test
+        if finished:
+            return
+
+
+def _observe(estimator: LiveEstimator, sut: SystemUnderTest, tail: BatchTail) -> LiveStatus:
+    # Issued before completed: a backlog read the other way round could count samples
+    # completed after the issue count was taken. Samples, not ``issue_calls``: with
+    # LoadGen's coalescing (an overloaded Server) one call carries many samples. The LLM
+    # SUT counts calls only.
+    issued: int = getattr(sut, "issued_samples", sut.issue_calls)
+    return estimator.observe(sut.completer.completed, issued, tail.new(_worker_stats(sut)))
+
+
+def _worker_stats(sut: SystemUnderTest) -> list[BatchStats]:
+    """The worker threads' batch records; none for worker processes (their phases stay
+    in the workers) or the LLM SUT, whose estimate then has rates and backlog only."""
+    stats: list[BatchStats] = getattr(sut, "worker_stats", [])
+    return stats
+
+
+def _stop(state: _State, status: _Status, reason: str) -> None:
+    """A stop request: drain a running test; during setup there is nothing to keep, exit."""
+    if not state.first_stop(reason):
+        return
+    if not state.running:
+        sut = state.sut
+        if status.write("interrupted", EXIT_INTERRUPTED, sut, stage="setup",
+                        setup_stage=state.stage, reason=reason):
+            if sut is not None:
+                sut.abandon()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+        return
+    assert state.sut is not None
+    state.sut.drain()
+
+
+def _control(state: _State, status: _Status) -> None:
+    for line in sys.stdin:
+        if line.strip() == "stop":
+            _stop(state, status, "stop requested by the parent")
+            return
+    # EOF: the parent exited or closed the pipe; nobody will collect a longer run.
+    _stop(state, status, "the parent closed the control pipe")
+
+
+
+def run_child(spec: ChildSpec, progress: TextIO) -> int:
+    """Run the test described by ``spec``; return the process exit code."""
+    config, test_dir = spec.config, spec.test_dir
+    status = _Status(test_dir / "status.json", progress)
+    settings = LoadGenSettings(**spec.settings)
+    state = _State()
+    done = threading.Event()
+    # Heartbeat and control start before setup: a model load, TensorRT build or compile
+    # may take many minutes, and must neither look dead nor ignore a stop.
+    threading.Thread(target=_heartbeat, args=(progress, state, config.sut.heartbeat_s, done),
+                     name="heartbeat", daemon=True).start()
+    threading.Thread(target=_control, args=(state, status), name="control",
+                     daemon=True).start()
+    signals.on_stop_signals(lambda name: _stop(state, status, f"{name} received"))
+    if not signals.die_with_parent(spec.parent_pid):
+        _stop(state, status, "the parent exited before the test started")
+    drained = threading.Event()
+    try:
+        state.enter("loading model")
+        llm = is_llm_benchmark(find_paths(spec.home), config.benchmark)
+        if llm:
+            # A text-generation card: suite.llm builds the token-latency SUT (same surface);
+            # imported here, so an image benchmark's child never loads it.
+            from suite.harness.llm.child import build_llm_sut
+
+            llm_sut, status.backend = build_llm_sut(spec.home, config, drained.set)
+            sut = state.sut = cast(SystemUnderTest, llm_sut)
+        else:
+            card, backend, info = load_model(spec.home, config)
+            status.backend = asdict(info)
+            status.backend_run = getattr(backend, "run_record", None)
+            state.enter("opening dataset")
+            # The parent built the preprocessing cache; here it is only opened.
+            dataset = datasets.create(card, config.data)
+            postprocess, response_dtype = make_postprocess(card)
+            state.enter("warming up")
+            sut = state.sut = SystemUnderTest(
+                backend, dataset, postprocess, Completer(response_dtype),
+                config.scenario, config.sut, on_drain=drained.set,
+                latency_bound_ms=config.loadgen.latency_bound_ms,
+                target_qps=config.loadgen.target_qps,
+                contract=OutputContract(config.backend, card),
+                worker_spec=WorkerSpec(spec.home, config),
+            )
+        sut.warmup()
+        state.enter("starting workers")
+        threading.Thread(target=_hard_exit_after_drain,
+                         args=(state, drained, status, config.sut.drain_grace_s),
+                         daemon=True).start()
+        sut.start()
+    except Exception as exc:
+        status.write("failed", EXIT_FAILED, state.sut, stage="setup", setup_stage=state.stage,
+                     error=f"{exc}", traceback=traceback.format_exc())
+        done.set()
+        return EXIT_FAILED
+
+    # Everything alive now (framework modules, compiled graphs, the dataset) lives until
+    # the end: freeze it out of the cyclic collector, whose full passes over a
+    # torch.compile heap stalled Server queries by 100-300 ms.
+    gc.collect()
+    gc.freeze()
+    if config.sut.switch_interval_us:
+        # LoadGen's issue thread needs the GIL for every query; with the default 5 ms
+        # switch interval a busy worker can hold it that long, which showed up as
+        # 5-10 ms Server tails at a few hundred QPS.
+        sys.setswitchinterval(config.sut.switch_interval_us / 1e6)
+    server = config.scenario is Scenario.SERVER
+    state.live = status.live = LiveEstimator(
+        config.scenario.value,
+        # An LLM's Server bounds are token latencies (TTFT, TPOT), not this one.
+        bound_ms=float(config.loadgen.latency_bound_ms) if server and not llm else None,
+        target_qps=config.loadgen.target_qps if server else None)
+    started = time.monotonic()
+    state.enter("running")
+    state.running = True
+    if state.interrupted.is_set():
+        sut.drain()  # a stop raced the end of setup: LoadGen answers everything at once
+    try:
+        run_test(settings, test_dir, sut.issue, sut.flush, spec.qsl_total, spec.qsl_performance,
+                 sut.load, sut.unload, spec.audit_config,
+                 # a remote backend's run is a network-division run: the checker looks
+                 # for "Network SUT" in the logged SUT name
+                 sut_name=NETWORK_SUT_NAME if status.backend.get("details", {}).get(
+                     "division") == "network" else None)
+    finally:
+        sut.stop()
+        done.set()
+    extra = {"loadgen_returned": True, "duration_s": round(time.monotonic() - started, 3)}
+    if state.interrupted.is_set():
+        status.write("interrupted", EXIT_INTERRUPTED, sut, reason=state.reason, **extra)
+        return EXIT_INTERRUPTED
+    if sut.failures:
+        status.write("failed", EXIT_FAILED, sut, stage="run", **extra)
+        return EXIT_FAILED
+    status.write("completed", EXIT_COMPLETED, sut, **extra)
+    return EXIT_COMPLETED
+
+
+def _hard_exit_after_drain(state: _State, drained: threading.Event, status: _Status,
+                           grace: float) -> None:
+    drained.wait()
+    time.sleep(grace)
+    # LoadGen is still running (Server keeps its schedule, or an inline call hangs).
+    interrupted = state.interrupted.is_set()
+    code = EXIT_INTERRUPTED if interrupted else EXIT_FAILED
+    if status.write("interrupted" if interrupted else "failed", code, state.sut, stage="run",
+                    loadgen_returned=False, reason=state.reason,
+                    note=f"LoadGen had not finished {grace:g} s after the drain; "
+                    "the process exited with the logs written so far"):
+        if state.sut is not None:
+            state.sut.abandon()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+#: ``python -m suite.harness.child --await-spec PROGRESS_FD``: started before its test directory
+#: exists (``runner.ChildStart``), so the imports above overlap the parent's pre-flight.
+AWAIT_SPEC = "--await-spec"
+
+
+def _adopt_test_dir(test_dir: Path) -> None:
+    """Run in the test directory, writing to its harness.log, as a child started there."""
+    os.chdir(test_dir)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    log = os.open(test_dir / "harness.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[0] == AWAIT_SPEC:
+        line = sys.stdin.readline().strip()  # the spec's path, once the parent wrote it
+        if not line:
+            return EXIT_COMPLETED  # EOF: the parent ran no test (bad input, or it exited)
+        spec_path, fd = Path(line), args[1]
+        _adopt_test_dir(spec_path.parent)
+    else:
+        spec_path, fd = Path(args[0]), args[1]
+    spec = ChildSpec.model_validate_json(spec_path.read_text(encoding="utf-8"))
+    with os.fdopen(int(fd), "w", buffering=1) as progress:
+        return run_child(spec, progress)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

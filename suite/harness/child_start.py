@@ -1,0 +1,84 @@
+"""A LoadGen child started early (``python -m suite.harness.child --await-spec``).
+
+Imports nothing of the suite: ``python -m suite run`` starts it first thing
+(``__main__``), so the child's imports (pydantic, numpy, LoadGen, the SUT) run while
+the parent imports its own and resolves the config. ``take()`` hands it to the first test.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+_early: ChildStart | None = None
+
+
+def child_pythonpath() -> str:
+    """The parent's import roots, made absolute: the child runs in its test directory."""
+    package_root = str(Path(__file__).resolve().parents[2])
+    entries = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+               if p]
+    return os.pathsep.join(dict.fromkeys([package_root, *entries]))
+
+
+def start_early() -> None:
+    """Start the first test's child now (``python -m suite run``, before the CLI's imports);
+    one that no run takes (``--help``, a usage error) is ended at exit."""
+    global _early
+    _early = ChildStart()
+    atexit.register(_discard_early)
+
+
+def _discard_early() -> None:
+    if _early is not None:
+        _early.discard()
+
+
+def take() -> ChildStart:
+    """The child started at process start if there is one, else a new one."""
+    global _early
+    started, _early = _early, None
+    return started if started is not None else ChildStart()
+
+
+class ChildStart:
+    """A child interpreter started before its test exists: its imports (pydantic, numpy,
+    LoadGen, the SUT; ~0.4 s) run while the parent lints, resolves the config and stages
+    the dataset. It waits for its spec's path on stdin; ``discard`` (EOF) ends it unused.
+    Until it has a test directory its output goes to a temporary file, copied into
+    harness.log if it dies before adopting the directory."""
+
+    def __init__(self) -> None:
+        self.read_fd, write_fd = os.pipe()
+        # Outlives this call: closed by the test that uses the child, or by discard().
+        self.early_log = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
+        package_root = Path(__file__).resolve().parents[2]
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "suite.harness.child", "--await-spec", str(write_fd)],
+            stdin=subprocess.PIPE, stdout=self.early_log, stderr=subprocess.STDOUT,
+            cwd=package_root, pass_fds=(write_fd,), start_new_session=True,
+            env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=child_pythonpath()),
+            text=True)
+        os.close(write_fd)
+        self.used = False
+
+    def discard(self) -> None:
+        """End an unused child and close what it held. It has no test and holds nothing
+        yet, so it is killed: bad input must not wait for the child's imports."""
+        if self.used:
+            return
+        self.used = True
+        self.process.kill()
+        self.process.wait()
+        with contextlib.suppress(OSError, ValueError):
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        os.close(self.read_fd)
+        self.early_log.close()
+
+

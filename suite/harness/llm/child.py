@@ -1,0 +1,42 @@
+"""How the child process builds an LLM SUT (``suite.harness.child`` calls ``build_llm_sut``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from suite.backends import backend_class
+from suite.config.loader import RunConfig
+from suite.errors import BackendError
+from suite.harness.llm.sut import LLMSystemUnderTest
+from suite.harness.loadgen import TokenCompleter
+from suite.llm.backend import TorchLLMBackend
+from suite.llm.card import load_llm_card
+from suite.llm.dataset import LLMDataset
+from suite.llm.generation import GenerationConfig
+from suite.paths import find_paths
+from suite.scenarios import Scenario
+
+
+def build_llm_sut(home: Path, config: RunConfig,
+                  on_drain: Any = None) -> tuple[LLMSystemUnderTest, dict[str, Any]]:
+    """The LLM SUT for ``config`` and its backend's record (for ``status.json``)."""
+    card = load_llm_card(find_paths(home), config.benchmark)
+    cls = backend_class(config.backend)
+    backend = cls(cls.Options.model_validate(config.backend_options))
+    if not isinstance(backend, TorchLLMBackend):
+        raise BackendError(f"backend '{config.backend}' cannot run the text-generation card "
+                        f"{card.card_path}; use --backend torch-llm")
+    gen, info = backend.open(card, config.sut.max_batch_size)
+    dataset = LLMDataset(card, config.data.dataset_dir)
+    completer = backend.make_completer() or TokenCompleter()
+    if not isinstance(completer, TokenCompleter):
+        raise BackendError(f"backend '{config.backend}': make_completer() returned "
+                           f"{type(completer).__name__}, not a TokenCompleter")
+    sut = LLMSystemUnderTest(
+        gen, dataset, GenerationConfig.from_card(card), completer,
+        report_first_token=config.scenario is not Scenario.OFFLINE,
+        max_batch=config.sut.max_batch_size, on_drain=on_drain,
+        static=backend.options.model_dump().get("batching") == "static")
+    return sut, asdict(info)

@@ -1,0 +1,62 @@
+"""What the SUT's dispatch paths (``inline``, ``server``, ``watchdog``) use of the SUT.
+
+They were split out of ``core`` to keep it readable; they take the SUT as an argument.
+Declaring what they read and call here lets them depend on this contract rather than on
+``core``, which imports them (no cycle, and each path's needs are written down).
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from suite.backends.base import BackendBase
+from suite.config.loader import SutConfig
+from suite.datasets.base import InMemoryDataset
+from suite.harness.loadgen import Completer
+from suite.harness.sut.batch_stats import BatchStats
+from suite.harness.sut.failures import FailureLog
+from suite.harness.sut.inflight import InflightTable, Item
+from suite.harness.sut.server_queue import Pacer, Query
+from suite.harness.sut.workers import ProcessWorkers
+from suite.postprocess import Postprocess
+
+
+class SutParts(Protocol):
+    """The SUT as its dispatch paths see it (``core.SystemUnderTest`` implements it)."""
+
+    backend: BackendBase
+    dataset: InMemoryDataset
+    postprocess: Postprocess
+    completer: Completer
+    config: SutConfig
+    failures: FailureLog
+    inflight: InflightTable
+    draining: threading.Event
+    processes: ProcessWorkers | None
+    batch_cap: int
+    max_wait_s: float
+    batches_begun: int
+    issue_calls: int
+    issued_samples: int
+    waits: collections.deque[float]
+    _queue: queue.SimpleQueue[Query | None]
+    _stop: threading.Event
+    _pacer: Pacer | None
+    _inline_buffer: Any
+    _check: Callable[[Any, int], None]
+
+    def fail(self, kind: str, message: str, samples: int) -> None: ...
+
+    def drain(self) -> None: ...
+
+    def _batch_failed(self, exc: Exception, samples: int) -> None: ...
+
+    def _new_buffer(self) -> Any: ...
+
+    def _new_stats(self) -> BatchStats: ...
+
+    def _run(self, item: Item, buffer: Any, stats: BatchStats) -> None: ...

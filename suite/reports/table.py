@@ -1,0 +1,132 @@
+"""Rich renderables for results. Computes nothing: every number comes from a result."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from suite.logs import DETAIL_LOG, parse_detail_log
+from suite.reports.explain import explain
+from suite.results import RunResult, Status, TestResult
+
+_STYLE = {Status.VALID: "green", Status.INVALID: "yellow", Status.FAILED: "red",
+          Status.INTERRUPTED: "magenta"}
+#: Tests whose LoadGen verdict stands. An interrupted or failed test's figures are no
+#: measurement (a drain answers every outstanding sample at once): no metric, no advice,
+#: even from a result.json written before collection dropped them.
+_MEASURED = (Status.VALID, Status.INVALID)
+
+
+#: LLM throughput, in the order a scenario's figure is looked up: Offline's tokens/s, then
+#: Server's and Interactive's completed tokens/s (the figures MLPerf publishes for LLMs).
+_TOKEN_RATES = (("tokens_per_second", "tokens/s"),
+                ("completed_tokens_per_second", "completed tokens/s"))
+
+
+def _metric(test: TestResult) -> tuple[str, str]:
+    perf = test.performance
+    if perf is None or test.status not in _MEASURED:
+        return ("-", "-")
+    for key, name in _TOKEN_RATES:  # an LLM run's figure is tokens, not samples
+        if key in perf.tokens:
+            return (name, f"{perf.tokens[key]:,.1f} tokens/s")
+    if perf.metric_value is None:
+        return ("-", "-")
+    value = f"{perf.metric_value:.4f} {perf.unit}" if perf.unit == "ms" else (
+        f"{perf.metric_value:,.1f} {perf.unit}")
+    return (perf.metric_name, value)
+
+
+def _early_stopping(test: TestResult) -> str:
+    perf = test.performance
+    if perf is None or perf.early_stopping_met is None or test.status not in _MEASURED:
+        return "-"
+    return "met" if perf.early_stopping_met else "NOT met"
+
+
+def _token_latency(test: TestResult) -> str:
+    """TTFT and TPOT p99 (Server, Interactive), from the detail log's figures."""
+    perf = test.performance
+    if perf is None or test.status not in _MEASURED:
+        return "-"
+    parts = [f"{label} {perf.tokens[key] / 1e6:,.2f} ms" for key, label in
+             (("ttft_p99_ns", "TTFT p99"), ("tpot_p99_ns", "TPOT p99")) if key in perf.tokens]
+    return ", ".join(parts) or "-"
+
+
+def _accuracy(test: TestResult) -> str:
+    acc = test.accuracy
+    if acc is None:
+        return "-"
+    verdict = "pass" if acc.passed else "FAIL"
+    if acc.metric != "acc":  # a score, not a share: ROUGE-L for an LLM
+        return f"{acc.metric} {acc.value:.4f} vs ≥{acc.target:.4f} {verdict}"
+    return f"{acc.value:.3f}% vs ≥{acc.target:.3f}% {verdict}"
+
+
+def _test_notes(test: TestResult) -> list[str]:
+    notes = []
+    if test.message:
+        notes.append(test.message)
+    perf = test.performance
+    if perf is not None and test.status is Status.INVALID:
+        # The detail log beside the result gives an LLM run's TTFT/TPOT bounds.
+        detail = Path(test.directory) / DETAIL_LOG
+        log = parse_detail_log(detail) if detail.is_file() else None
+        notes += [f"INVALID because {item}" for item in explain(perf, log)]
+    acc = test.accuracy
+    if acc is not None and acc.loadgen_errors:
+        notes.append(f"the accuracy log has {len(acc.loadgen_errors)} LoadGen error(s)")
+    return notes
+
+
+def run_notes(results: Iterable[RunResult]) -> list[str]:
+    """Why each test is INVALID or failed, and why each run is not submittable."""
+    lines = []
+    for result in results:
+        name = f"{result.benchmark} {result.scenario}"
+        for test in result.tests:
+            lines += [f"{name} {test.mode}: {note}" for note in _test_notes(test)]
+        if result.compliance is not None:
+            comp = result.compliance
+            verdicts = ", ".join(f"{file}: {v}" for file, v in comp.verdicts.items())
+            lines.append(f"{name} {comp.test} attempt {comp.attempt} against "
+                         f"{comp.reference_run}: {verdicts}")
+        if result.division == "open":
+            lines.append(f"{name}: OPEN DIVISION: {result.division_reason}")
+        reasons = [r for r in result.non_submittable_reasons if not r.startswith("the run is")]
+        lines += [f"{name}: not submittable: {reason}" for reason in reasons]
+    return list(dict.fromkeys(lines))
+
+
+def results_table(results: Iterable[RunResult], title: str = "infersuite results") -> Table:
+    """One row per LoadGen test: scenario, metric, validity, accuracy, submittability.
+
+    An LLM test's metric is its tokens/s; when any test has token latencies, a column shows
+    their TTFT and TPOT p99.
+    """
+    results = list(results)
+    latencies = any(test.performance is not None and "ttft_p99_ns" in test.performance.tokens
+                    for result in results for test in result.tests)
+    table = Table(title=title)
+    for column in ("benchmark", "scenario", "backend", "mode", "division", "metric", "value",
+                   *(("token latency",) if latencies else ()),
+                   "validity", "early stopping", "accuracy vs target", "submittable"):
+        table.add_column(column)
+    for result in results:
+        for test in result.tests:
+            name, value = _metric(test)
+            table.add_row(
+                *(Text(cell) for cell in (result.benchmark, result.scenario, result.backend,
+                                          result.compliance.test if result.compliance
+                                          else test.mode)),
+                Text(result.division, style="yellow" if result.division == "open" else ""),
+                Text(name), Text(value),
+                *((Text(_token_latency(test)),) if latencies else ()),
+                Text(test.status.value, style=_STYLE[test.status]), Text(_early_stopping(test)),
+                Text(_accuracy(test)), Text("yes" if result.submittable else "no"),
+            )
+    return table

@@ -1,0 +1,149 @@
+"""The deterministic ``.tar.gz`` of a bundle, and safe streaming reads of one.
+
+Writing: members sorted by name, regular files only, mtime 0, uid/gid 0, no user or
+group names, mode 0644, PAX format; gzip with mtime 0 and no file name. Packing the
+same files twice therefore gives identical bytes.
+
+Reading never extracts: members are streamed and hashed, and anything that is not a
+regular file, an absolute or ``..`` or otherwise non-normalized name, or a duplicate
+is rejected with a reason naming the member.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import tarfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import IO
+
+from suite.errors import BundleError
+from suite.models import sha256_file
+
+__all__ = ["ENVELOPE_NAME", "ArchiveContents", "read_archive", "sha256_file", "tree_files",
+           "write_archive"]
+
+ENVELOPE_NAME = "attestation.dsse.json"
+
+
+def tree_files(root: Path) -> dict[str, Path]:
+    """Every regular file under ``root`` by relative POSIX path (symlinks refused)."""
+    files: dict[str, Path] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_symlink():
+            raise BundleError(f"{path}: symlinks are not allowed in a bundle",
+                               hint="replace the link with the file it points to")
+        if path.is_file():
+            files[path.relative_to(root).as_posix()] = path
+    return files
+
+
+def write_archive(out: Path, members: dict[str, bytes | Path]) -> None:
+    """Write ``members`` (name -> bytes or file) as a deterministic tar.gz."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(members):
+            content = members[name]
+            data = content if isinstance(content, bytes) else content.read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(data))
+    # a temporary sibling renamed into place: a failure never leaves half a bundle
+    tmp = out.with_name(f".{out.name}.writing")
+    try:
+        with tmp.open("wb") as handle, gzip.GzipFile(filename="", mode="wb", fileobj=handle,
+                                                     mtime=0, compresslevel=9) as gz:
+            gz.write(raw.getvalue())
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@dataclass
+class ArchiveContents:
+    """What a safe read found: file digests, the envelope bytes, and rejections."""
+
+    digests: dict[str, str] = field(default_factory=dict)
+    envelope: bytes | None = None
+    problems: list[str] = field(default_factory=list)
+    #: why the file could not be read as a whole (not a tar.gz, cut off, bad CRC)
+    unreadable: str | None = None
+
+
+def _unsafe(name: str) -> str | None:
+    if not name or name.startswith("/") or "\\" in name:
+        return "absolute or non-POSIX path"
+    parts = name.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return "'..', '.' or empty path component"
+    if str(PurePosixPath(name)) != name:
+        return "non-normalized path"
+    return None
+
+
+def read_archive(path: Path) -> ArchiveContents:
+    """Stream the members of ``path``; never extracts, never follows links.
+
+    The whole file is read in one pass, to the end of the gzip stream, so a cut-off
+    or corrupted gzip trailer (CRC-32 and length) is a problem, not a silent pass.
+    """
+    found = ArchiveContents()
+    try:
+        raw = path.open("rb")
+    except OSError as exc:
+        found.unreadable = f"{path.name}: not readable ({exc})"
+        found.problems.append(found.unreadable)
+        return found
+    with raw:
+        gzipped = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        source: IO[bytes] = (gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+                             if gzipped else raw)
+        try:
+            tar = tarfile.open(fileobj=source, mode="r|")  # noqa: SIM115 - closed below
+        except (OSError, tarfile.TarError, EOFError, zlib.error) as exc:
+            found.unreadable = f"{path.name}: not a readable tar archive ({exc})"
+            found.problems.append(found.unreadable)
+            return found
+        try:
+            with tar:
+                for member in tar:
+                    _member(tar, member, found)
+            while source.read(1 << 20):  # to the end: gzip checks its CRC-32 and length
+                pass
+        except (OSError, tarfile.TarError, EOFError, zlib.error) as exc:
+            found.unreadable = f"{path.name}: corrupt archive ({exc})"
+            found.problems.append(found.unreadable)
+    return found
+
+
+def _member(tar: tarfile.TarFile, member: tarfile.TarInfo, found: ArchiveContents) -> None:
+    name = member.name
+    if (why := _unsafe(name)) is not None:
+        found.problems.append(f"{name}: unsafe member name ({why})")
+        return
+    if not member.isreg():
+        kind = "symlink" if member.issym() else "hard link" if member.islnk() else \
+            "directory" if member.isdir() else "special file"
+        found.problems.append(f"{name}: not a regular file ({kind})")
+        return
+    if name in found.digests or (name == ENVELOPE_NAME and found.envelope is not None):
+        found.problems.append(f"{name}: duplicate member name")
+        return
+    handle = tar.extractfile(member)
+    if handle is None:
+        found.problems.append(f"{name}: unreadable member")
+        return
+    if name == ENVELOPE_NAME:
+        found.envelope = handle.read(16 << 20)  # an envelope is small; cap what we read
+        return
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: handle.read(1 << 20), b""):
+        digest.update(chunk)
+    found.digests[name] = digest.hexdigest()

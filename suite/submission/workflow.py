@@ -1,0 +1,177 @@
+"""``package`` (runs -> official tree -> check -> signed bundle) and ``sign`` (an existing
+tree) as library calls; ``suite package`` and ``suite sign`` only render their results.
+
+The helpers they orchestrate live in ``package`` (the tree), ``package_safety`` (names,
+staging, placing) and ``bundle`` (the signature). Official packaging is not signed when
+the tree fails a rule (``signed`` is then False and ``bundle`` None); ``unofficial``
+signs it anyway, marked so in the predicate.
+
+Beside each result's evidence, ``package`` writes ``attempts.json``: every attempt of
+that result's benchmark, scenario, mode, backend and system that the run ledger
+(``suite.reports.ledger``) holds, not only the chosen one. It lies in the tree, so the signed
+file list covers it; ``suite audit`` shows it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from suite.paths import Paths, find_paths
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from suite.checker.findings import CheckReport
+
+
+@dataclass
+class PackageResult:
+    """What ``package`` built: the tree, its check report and (when signed) the bundle."""
+
+    tree: Path
+    report: CheckReport
+    bundle: Path | None = None
+    unofficial: bool = False
+    #: runs not packaged, each with its reason
+    refused: list[str] = field(default_factory=list)
+    #: system TOML fields the round does not know (ignored)
+    unknown_fields: list[str] = field(default_factory=list)
+    #: required system fields still empty
+    empty_fields: list[str] = field(default_factory=list)
+    #: where a directory in the tree's place was moved aside (never deleted)
+    moved_aside: str | None = None
+
+    @property
+    def signed(self) -> bool:
+        return self.bundle is not None
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.signed else 2
+
+
+@dataclass
+class SignResult:
+    tree: Path
+    report: CheckReport
+    bundle: Path | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.bundle is not None else 2
+
+
+def private_key(path: Path | None, prompt: Callable[[], str] | None = None
+                ) -> Ed25519PrivateKey:
+    """The signing key at ``path`` (default: the user's key directory), passphrase from
+    ``$SUITE_KEY_PASSPHRASE`` or ``prompt()``."""
+    from suite.submission.bundle.keys import (
+        PRIVATE_NAME,
+        default_key_dir,
+        load_private,
+        passphrase,
+    )
+
+    return load_private(path or default_key_dir() / PRIVATE_NAME, passphrase(prompt))
+
+
+def package(submitter: str, system_name: str, *, division: str = "closed",
+            system_config: Path | None = None, runs_dir: Path | None = None,
+            out_dir: Path | None = None, round_name: str | None = None,
+            key_path: Path | None = None, unofficial: bool = False,
+            prompt: Callable[[], str] | None = None,
+            paths: Paths | None = None) -> PackageResult:
+    """Build ``<out>/<division>_<submitter>_<system>/``, check it, and sign its bundle."""
+    from suite.checker import check_path
+    from suite.config.rules import DEFAULT_ROUND, load_rules
+    from suite.submission import network, safety
+    from suite.submission import package as pkg
+    from suite.submission.bundle.sign import sign_tree
+    from suite.submission.system_description import describe, probe, read_user_toml
+
+    # every name that becomes a path component, before anything touches the disk
+    submitter = safety.check_name("--submitter", submitter)
+    system_name = safety.check_name("--system", system_name)
+    paths = paths or find_paths()
+    rules = load_rules(paths, round_name or DEFAULT_ROUND)
+    assert rules.submission is not None  # every round we ship has submission rules
+    key = private_key(key_path, prompt)  # fail on the key before any work
+    selection = pkg.select_runs(runs_dir or paths.runs, rules, unofficial=unofficial)
+    pkg.refuse_if_empty(selection)
+    user = read_user_toml(system_config)
+    declared = user.pop("weight_data_types", None)  # ours to check, not a system JSON field
+    precision = safety.system_precision([c.run for c in selection.chosen.values()], declared)
+    chosen_runs = [c.run for c in selection.chosen.values()]
+    is_network = network.network_division(chosen_runs, division)
+    identity = {"division": division, "submitter": submitter, "system_name": system_name}
+    system_json, empty, unknown = describe(rules.submission, user, probe(), **identity)
+    network.apply(system_json, chosen_runs, is_network, list(rules.submission.network_fields),
+                  user, unofficial=unofficial)
+    name = f"{division}_{submitter}_{system_name}"
+    out = out_dir or paths.submissions
+    tree = out / name
+    staged = safety.staging_dir(tree)
+    try:
+        extras = pkg.build_tree(staged, selection, paths, rules, division, submitter,
+                                system_name, system_json, precision)
+        write_attempts(staged, extras, runs_dir or paths.runs)
+    except BaseException:
+        safety.discard(staged)  # never leave a half-built tree behind
+        raise
+    moved = safety.place(staged, tree)
+    for rel, extra in extras.items():
+        extra["loadgen_version"] = pkg.loadgen_version(tree, rel)
+    report = check_path(tree, rules)
+    result = PackageResult(tree, report, None, unofficial, list(selection.refused),
+                           list(unknown), list(empty), moved)
+    if report.passed or unofficial:
+        result.bundle = out / f"{name}.tar.gz"
+        sign_tree(tree, result.bundle, key, pkg.predicate(
+            report, extras, unofficial=unofficial, identity=identity,
+            src=pkg.source_pointer(paths.home)))
+    return result
+
+
+def write_attempts(root: Path, extras: dict[str, dict[str, Any]], runs_dir: Path) -> None:
+    """``evidence/<result>/attempts.json`` for each packaged result (``extras``: result id
+    -> what ``build_tree`` recorded, its ``run_id`` among it)."""
+    from suite.reports.ledger import ATTEMPTS_NAME, attempts_record, list_runs
+    from suite.submission.package import EVIDENCE_DIR
+
+    ledger = list_runs(runs_dir)
+    for rel, extra in sorted(extras.items()):
+        record = attempts_record(ledger, str(extra["run_id"]))
+        target = root / EVIDENCE_DIR / rel / ATTEMPTS_NAME
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # sorted keys and no wall-clock time: packing twice gives identical bytes
+        target.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def sign(tree: Path, *, out: Path | None = None, key_path: Path | None = None,
+         round_name: str | None = None, unofficial: bool = False,
+         prompt: Callable[[], str] | None = None, paths: Paths | None = None) -> SignResult:
+    """Sign an existing tree; it must pass ``check`` unless ``unofficial``."""
+    from suite.checker import check_path
+    from suite.config.rules import DEFAULT_ROUND, load_rules
+    from suite.submission import package as pkg
+    from suite.submission.bundle.sign import sign_tree
+
+    paths = paths or find_paths()
+    rules = load_rules(paths, round_name or DEFAULT_ROUND)
+    key = private_key(key_path, prompt)
+    report = check_path(tree, rules)
+    result = SignResult(tree, report)
+    if report.passed or unofficial:
+        result.bundle = out or tree.with_name(tree.name + ".tar.gz")
+        # an LLM result is signed with its tokens (and so by its tokens/s), as `package` does
+        extras = {r.id: {"loadgen_version": pkg.loadgen_version(tree, r.id),
+                         **({"tokens": t} if (t := pkg.packaged_tokens(tree, r.id)) else {})}
+                  for r in report.results}
+        sign_tree(tree, result.bundle, key, pkg.predicate(
+            report, extras, unofficial=unofficial, identity={},
+            src=pkg.source_pointer(paths.home)))
+    return result
