@@ -18,6 +18,7 @@ import pytest
 from suite import api
 from suite.cli import app as cli
 from suite.config.loader import ConfigRequest, RunConfig
+from suite.harness import run as harness_run
 from suite.harness import runner
 from suite.logs import DETAIL_LOG
 from suite.reports.table import results_table, run_notes
@@ -47,12 +48,12 @@ def test_a_setup_longer_than_the_liveness_limit_stays_alive_by_its_heartbeat(
     # Silence limit while beating: 2 + 1 + 1 = 4 s; the model load takes 10 s.
     monkeypatch.setattr(runner, "LIVENESS_SLACK_S", 1.0)
     monkeypatch.setattr(runner, "STARTUP_ALLOWANCE_S", 60.0)
-    config, rules, _, _, paths = _prepare("tests.lifecycle_backends:SlowLoadBackend", tmp_path)
+    config, _, _, _, paths = _prepare("tests.lifecycle_backends:SlowLoadBackend", tmp_path)
     stages: list[str] = []
     beats: list[int] = []
     test_dir = tmp_path / "performance"
     test_dir.mkdir()
-    test = runner.run_in_child(config, rules, Mode.PERFORMANCE, test_dir, paths.home,
+    test = runner.run_in_child(config, Mode.PERFORMANCE, test_dir, paths.home,
                                on_progress=lambda done, expected, elapsed: beats.append(done),
                                on_stage=stages.append)
     assert test.status is Status.VALID, test.message
@@ -64,11 +65,11 @@ def test_a_setup_longer_than_the_liveness_limit_stays_alive_by_its_heartbeat(
 def test_a_setup_that_never_ends_is_killed_at_the_setup_bound(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "SETUP_TIMEOUT_S", 6.0)
-    config, rules, _, _, paths = _prepare("tests.lifecycle_backends:EndlessLoadBackend",
+    config, _, _, _, paths = _prepare("tests.lifecycle_backends:EndlessLoadBackend",
                                           tmp_path)
     test_dir = tmp_path / "performance"
     test_dir.mkdir()
-    test = runner.run_in_child(config, rules, Mode.PERFORMANCE, test_dir, paths.home)
+    test = runner.run_in_child(config, Mode.PERFORMANCE, test_dir, paths.home)
     assert test.status is Status.FAILED
     assert "setup did not finish within 6 s (stage: loading model)" in test.message
 
@@ -174,7 +175,7 @@ def test_a_full_disk_fails_the_run_in_one_line_with_status_failed_and_no_tmp(
         return test
 
     with _tmpfs(runs, "4m"):
-        monkeypatch.setattr(api, "run_in_child", then_fill)
+        monkeypatch.setattr(harness_run, "run_in_child", then_fill)
         code = cli.main(["run", "--quick", "--backend", "null", "--runs-dir", str(runs)])
         err = capsys.readouterr().err
         run_dir = next(p for p in runs.iterdir() if p.is_dir())

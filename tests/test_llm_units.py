@@ -29,17 +29,17 @@ CONFIG = GenerationConfig(max_new_tokens=6, min_new_tokens=2, eos_id=0)
 def test_conf_lines_come_from_the_round_row() -> None:
     rules = load_rules(find_paths(), "v6.1")
     bounds = rules.models["tinylm"].token_latency_ns
-    assert token_conf_lines(rules, "tinylm", Scenario.OFFLINE) == [
+    assert token_conf_lines(rules.resolve("tinylm", Scenario.OFFLINE)) == [
         "tinylm.Offline.use_token_latencies = 1"]
-    assert token_conf_lines(rules, "tinylm", Scenario.SERVER) == [
+    assert token_conf_lines(rules.resolve("tinylm", Scenario.SERVER)) == [
         "tinylm.Server.use_token_latencies = 1",
         f"tinylm.Server.ttft_latency = {bounds['Server'].ttft // 1_000_000}",
         f"tinylm.Server.tpot_latency = {bounds['Server'].tpot // 1_000_000}"]
-    interactive = token_conf_lines(rules, "tinylm-interactive", Scenario.SERVER)
+    interactive = token_conf_lines(rules.resolve("tinylm-interactive", Scenario.SERVER))
     assert interactive[1:] == [
         f"tinylm-interactive.Server.ttft_latency = {bounds['Interactive'].ttft // 1_000_000}",
         f"tinylm-interactive.Server.tpot_latency = {bounds['Interactive'].tpot // 1_000_000}"]
-    assert token_conf_lines(rules, "digits", Scenario.SERVER) == []
+    assert token_conf_lines(rules.resolve("digits", Scenario.SERVER)) == []
 
 
 def test_llm_cards_are_recognised_and_interactive_uses_the_same_card() -> None:

@@ -321,13 +321,15 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
     scenario = _choice(request.scenario, Scenario, "scenario")
     mode = _choice(request.mode, Mode, "mode")
     rules = load_rules(paths, request.round)
-    rules.benchmark(request.benchmark)  # unknown benchmark fails here, with a suggestion
+    # Resolved once, here: an unknown benchmark fails with a suggestion, and every later
+    # stage reads the benchmark's and scenario's rules from the config.
+    run_rules = rules.resolve(request.benchmark, scenario)
     backend_class(request.backend)  # unknown backend fails here, with a suggestion
     ctx = _Context(request.benchmark, scenario, tuple(rules.benchmarks))
     keys = KnownKeys(request.backend)
 
     rules_source = f"run_rules/{rules.round}.toml"
-    layers: list[Layer] = [(rules_source, rules.fixed_settings(request.benchmark, scenario))]
+    layers: list[Layer] = [(rules_source, run_rules.fixed_settings)]
     scenario_file = paths.scenarios / f"{scenario.value}.toml"
     normal, quick = _layers_from_table(
         _read_toml(scenario_file), f"scenarios/{scenario.value}.toml", ctx, False
@@ -372,7 +374,7 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
     options = parse_options(request.backend, raw_options, provenance.get(
         next(iter(k for k in values if k.startswith(option_prefix)), ""), "config"))
 
-    fixed = rules.fixed_settings(request.benchmark, scenario)
+    fixed = run_rules.fixed_settings
     overridden = {
         key: f"{key} = {values[key]} from {provenance[key]} overrides the round's {fixed[key]}"
         for key in fixed
@@ -395,5 +397,6 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
         overridden_rules=overridden,
         compliance=request.compliance.upper() if request.compliance else None,
         system=system,
+        rules=run_rules,
     )
     return config, rules

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from suite.config.rules import RunRules
+from suite.errors import ConfigError
 from suite.scenarios import Mode, Scenario
 
 #: The largest ``sut.max_batch_size``: 65,536 ResNet-50 inputs are 39 GB of float32,
@@ -112,6 +114,17 @@ class RunConfig(BaseModel):
     compliance: str | None = None
     #: The system whose tuned settings were looked up (``scenarios/systems/<system>/``).
     system: str = ""
+    #: The round's rules for this benchmark and scenario, resolved once by ``load_config``;
+    #: in memory only (not in ``config.json`` or the child's spec, which need none).
+    rules: RunRules | None = Field(default=None, exclude=True, repr=False)
+
+    @property
+    def resolved_rules(self) -> RunRules:
+        """``rules``, or a ``ConfigError`` for a config that ``load_config`` did not make."""
+        if self.rules is None:
+            raise ConfigError("this run config carries no resolved rules",
+                              hint="make it with suite.config.loader.load_config")
+        return self.rules
 
     @property
     def non_submittable_reasons(self) -> list[str]:

@@ -199,14 +199,53 @@ class RuleSet(_Strict):
                 hint=_did_you_mean(name, self.benchmarks),
             ) from None
 
+    def resolve(self, benchmark: str, scenario: Scenario) -> RunRules:
+        """The rules for one run's benchmark and scenario, resolved once (``load_config``
+        puts them on the ``RunConfig``; every later stage reads them from there)."""
+        bench = self.benchmark(benchmark)
+        row = self.models.get(bench.checker_model)
+        llm = row is not None and row.llm
+        bounds = None
+        if llm and scenario is Scenario.SERVER:
+            assert row is not None
+            kind = "Interactive" if bench.loadgen_model.endswith("-interactive") else "Server"
+            bounds = row.token_latency_ns.get(kind)
+            if bounds is None:
+                raise ConfigError(f"{self.source}: [models.\"{bench.checker_model}\"] has no "
+                                  f"token_latency_ns.{kind}",
+                                  hint="an LLM benchmark's Server run needs its TTFT/TPOT bounds")
+        return RunRules(round=self.round, source=self.source, seeds=self.seeds,
+                        benchmark_name=benchmark, scenario=scenario, benchmark=bench,
+                        fixed_settings=self._fixed(bench, scenario), llm=llm,
+                        token_bounds=bounds)
+
     def fixed_settings(self, benchmark: str, scenario: Scenario) -> dict[str, Any]:
         """The ``loadgen.*`` values this round fixes for a benchmark and scenario."""
-        rules = self.benchmark(benchmark)
+        return self._fixed(self.benchmark(benchmark), scenario)
+
+    def _fixed(self, rules: BenchmarkRules, scenario: Scenario) -> dict[str, Any]:
         merged: dict[str, Any] = {"performance_sample_count": rules.performance_sample_count}
         for layer in (self.scenario_defaults.get(scenario), rules.scenarios.get(scenario)):
             if layer is not None:
                 merged.update(layer.model_dump(exclude_none=True))
         return {f"loadgen.{key}": value for key, value in merged.items()}
+
+
+class RunRules(_Strict):
+    """The round's rules for one run's benchmark and scenario (``RuleSet.resolve``)."""
+
+    round: str
+    source: Path
+    seeds: Seeds
+    benchmark_name: str
+    scenario: Scenario
+    benchmark: BenchmarkRules
+    #: The ``loadgen.*`` values the round fixes for this benchmark and scenario.
+    fixed_settings: dict[str, Any]
+    #: Whether the round's checker row marks the benchmark as an LLM (token latencies).
+    llm: bool = False
+    #: The Server (or Interactive) TTFT/TPOT bounds of an LLM benchmark's Server run.
+    token_bounds: TokenBounds | None = None
 
 
 def _did_you_mean(name: str, choices: Any) -> str:

@@ -124,7 +124,7 @@ def _prepare_and_run(request: ConfigRequest, paths: Paths, started: ChildStart,
                      on_stage: Callable[[str], StageCallback | None] | None) -> RunResult:
     from suite import datasets
 
-    config, rules, card, model, paths = prepare(request, paths, on_lint=on_lint)
+    config, _, card, model, paths = prepare(request, paths, on_lint=on_lint)
     check: ComplianceTest | None = None
     reference: RunResult | None = None
     attempts: list[str] = []
@@ -138,12 +138,12 @@ def _prepare_and_run(request: ConfigRequest, paths: Paths, started: ChildStart,
         attempts = compliance_run.previous_attempts(config, check)
     dataset = datasets.create(card, config.data,
                               on_progress("preprocess") if on_progress else None)
-    bench = rules.benchmark(config.benchmark)
+    bench = config.resolved_rules.benchmark
     reasons = list(config.non_submittable_reasons)
     if model.division == "open":
         reasons.append("open division: the model file is not the card's reference model")
     if dataset.total_count != bench.dataset_size:
-        reasons.append(f"the dataset has {dataset.total_count} samples; round {rules.round} "
+        reasons.append(f"the dataset has {dataset.total_count} samples; round {config.round} "
                        f"requires {bench.dataset_size}")
     try:
         run_dir = create_run_dir(config.runs_dir, config.benchmark, config.scenario.value,
@@ -153,7 +153,7 @@ def _prepare_and_run(request: ConfigRequest, paths: Paths, started: ChildStart,
                          f"{_os_error(exc)}", hint=_WRITABLE) from None
     status_file = run_dir / "STATUS"
     try:
-        return _run_in(run_dir, config, rules, card, model, paths, dataset, check,
+        return _run_in(run_dir, config, card, model, paths, dataset, check,
                        reference, attempts, reasons, on_progress, on_stage, started)
     except KeyboardInterrupt as exc:
         _mark(status_file, f"INTERRUPTED (exit code 130) at {_now()}, before result.json was "
@@ -184,7 +184,7 @@ def _mark(status_file: Path, text: str) -> None:
             status_file.unlink(missing_ok=True)
 
 
-def _run_in(run_dir: Path, config: RunConfig, rules: RuleSet, card: ModelCard,
+def _run_in(run_dir: Path, config: RunConfig, card: ModelCard,
             model: ModelIdentity, paths: Paths, dataset: InMemoryDataset,
             check: ComplianceTest | None, reference: RunResult | None, attempts: list[str],
             reasons: list[str],
@@ -194,7 +194,7 @@ def _run_in(run_dir: Path, config: RunConfig, rules: RuleSet, card: ModelCard,
     from suite.system import collect
 
     status_file = run_dir / "STATUS"
-    bench = rules.benchmark(config.benchmark)
+    bench = config.resolved_rules.benchmark
     status_file.write_text(f"RUNNING since {_now()}: no result yet; if this stays, the run "
                            "was killed before it could write result.json\n")
     (run_dir / "config.json").write_text(config.model_dump_json(indent=2) + "\n")
@@ -213,11 +213,11 @@ def _run_in(run_dir: Path, config: RunConfig, rules: RuleSet, card: ModelCard,
             # The context removes audit.config however the test ends (TERM and HUP
             # arrive here as KeyboardInterrupt, see ``signals``).
             with compliance_run.audit_config(check, bench.loadgen_model, test_dir) as audit:
-                test = run_in_child(config, rules, mode, test_dir, paths.home, callback, audit,
+                test = run_in_child(config, mode, test_dir, paths.home, callback, audit,
                                     dataset_size=dataset.total_count, on_stage=stage,
                                     started=started)
         else:
-            test = run_in_child(config, rules, mode, test_dir, paths.home, callback,
+            test = run_in_child(config, mode, test_dir, paths.home, callback,
                                 dataset_size=dataset.total_count, on_stage=stage,
                                 started=started)
         if mode is Mode.ACCURACY and test.status is Status.VALID:

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from suite.config.loader import RunConfig
-from suite.config.rules import RuleSet
 from suite.errors import ConfigError, SuiteError
 from suite.harness.child_start import ChildStart, child_pythonpath
 from suite.harness.progress import LiveSink, LiveStatus
@@ -123,7 +122,6 @@ def _setup_limit(config: RunConfig) -> float:
 
 def run_in_child(
     config: RunConfig,
-    rules: RuleSet,
     mode: Mode,
     test_dir: Path,
     home: Path,
@@ -138,9 +136,9 @@ def run_in_child(
     ``dataset_size`` is the QSL's total count when the dataset at hand is not the
     round's full one (a user's subset, a test fixture); default: the round's size.
     """
-    bench = rules.benchmark(config.benchmark)
-    total = dataset_size if dataset_size is not None else bench.dataset_size
-    settings = write_settings(config, rules, mode, test_dir, total)
+    total = dataset_size if dataset_size is not None else \
+        config.resolved_rules.benchmark.dataset_size
+    settings = write_settings(config, mode, test_dir, total)
     spec = {
         "home": str(home),
         "test_dir": str(test_dir),

@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from suite.config.loader import RunConfig
-from suite.config.rules import RuleSet
 from suite.llm.conf import token_conf_lines
 from suite.scenarios import Mode, Scenario
 
@@ -107,15 +106,15 @@ def expected_samples(config: RunConfig, mode: Mode, dataset_size: int) -> int | 
 
 
 def write_settings(
-    config: RunConfig, rules: RuleSet, mode: Mode, test_dir: Path,
-    dataset_size: int | None = None,
+    config: RunConfig, mode: Mode, test_dir: Path, dataset_size: int | None = None,
 ) -> LoadGenSettings:
     """Write ``mlperf.conf``, ``user.conf`` and ``settings.json`` into ``test_dir``."""
-    bench = rules.benchmark(config.benchmark)
+    rules = config.resolved_rules
+    bench = rules.benchmark
     model, scen = bench.loadgen_model, config.scenario.loadgen_name
-    fixed_keys = set(rules.fixed_settings(config.benchmark, config.scenario))
+    fixed_values = rules.fixed_settings
+    fixed_keys = set(fixed_values)
     seeds = rules.seeds
-    fixed_values = rules.fixed_settings(config.benchmark, config.scenario)
 
     mlperf = [
         f"# Round {rules.round} values fixed for {model} {scen} (from {rules.source.name}).",
@@ -138,7 +137,7 @@ def write_settings(
             user.append(f"# {line.source_key} from {source}")
             user.append(text)
 
-    mlperf += token_conf_lines(rules, config.benchmark, config.scenario)  # LLM only
+    mlperf += token_conf_lines(rules)  # LLM only
     test_dir.mkdir(parents=True, exist_ok=True)
     mlperf_path, user_path = test_dir / "mlperf.conf", test_dir / "user.conf"
     mlperf_path.write_text("\n".join(mlperf) + "\n", encoding="utf-8")

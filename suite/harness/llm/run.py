@@ -44,7 +44,7 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     ``suite.api.run`` (which hands text-generation benchmarks to this function).
     """
     paths = paths or find_paths()
-    config, rules = load_config(request, paths)
+    config, _ = load_config(request, paths)
     if config.compliance and config.compliance != test06.NAME:
         raise ConfigError(f"compliance test {config.compliance} does not apply to the LLM "
                           f"benchmark {config.benchmark}", hint="LLM benchmarks run TEST06")
@@ -52,10 +52,10 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     sha = verify_weights(card)
     backends.ensure_available(config.backend, config.backend_options)
     dataset = LLMDataset(card, config.data.dataset_dir)
-    bench = rules.benchmark(config.benchmark)
+    bench = config.resolved_rules.benchmark
     reasons = list(config.non_submittable_reasons)
     if dataset.total_count != bench.dataset_size:
-        reasons.append(f"the dataset has {dataset.total_count} samples; round {rules.round} "
+        reasons.append(f"the dataset has {dataset.total_count} samples; round {config.round} "
                        f"requires {bench.dataset_size}")
     run_dir = create_run_dir(config.runs_dir, config.benchmark, config.scenario.value,
                              config.compliance or config.mode.value)
@@ -74,7 +74,7 @@ def run(request: ConfigRequest, paths: Paths | None = None,
             audit = test_dir / "audit.config"
             audit.write_text(test06.audit_text(), encoding="utf-8")
         callback = on_progress(mode.value) if on_progress else None
-        test = run_in_child(config, rules, mode, test_dir, paths.home, callback, audit,
+        test = run_in_child(config, mode, test_dir, paths.home, callback, audit,
                             dataset_size=dataset.total_count)
         if audit is not None:
             audit.unlink(missing_ok=True)  # never left where a later run could read it
