@@ -44,6 +44,10 @@ from onnx import external_data_helper, numpy_helper
 from sklearn.datasets import load_digits
 from torch import nn
 
+# The same digest the suite checks the card against (run with the suite installed, as
+# `make` does: `.venv/bin/python reference_models/digits/train.py`).
+from suite.models import sha256_file
+
 SCRIPT_DIR = Path(__file__).resolve().parent
 CARD_NAME = "model.toml"
 
@@ -55,15 +59,6 @@ OPTIMIZER_DESCRIPTION = (
     f"Adam, lr {LEARNING_RATE:g}, weight decay 0, minibatch {BATCH_SIZE}, "
     "reshuffled each epoch (seeded torch.Generator), cross-entropy loss"
 )
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def weights_sha256(tensors: Mapping[str, np.ndarray], order: list[str]) -> str:

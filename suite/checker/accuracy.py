@@ -8,7 +8,13 @@ from __future__ import annotations
 import hashlib
 import re
 
-from suite.checker.context import ResultContext, as_int, counted_errors, log_problem, read_text
+from suite.checker.context import (
+    ResultContext,
+    as_int,
+    check_detail_log,
+    counted_errors,
+    read_text,
+)
 from suite.checker.findings import RuleId, Severity
 
 
@@ -16,13 +22,8 @@ def check_accuracy(ctx: ResultContext) -> float | None:
     """Every ``ACC-*`` rule of one result; returns the accuracy read from accuracy.txt."""
     path = ctx.files.acc_detail
     log = ctx.log(path)
-    with ctx.rule(RuleId.ACC_LOG, path) as run:
-        if run:
-            problem = log_problem(path, log, ctx.log_reason(path))
-            if problem is not None:
-                ctx.add(RuleId.ACC_LOG, path, f"accuracy detail log is {problem}",
-                        expected="a LoadGen mlperf_log_detail.txt", found=problem,
-                        hint="copy the accuracy run's mlperf_log_detail.txt unchanged")
+    check_detail_log(ctx, RuleId.ACC_LOG, path, log, "accuracy",
+                     "copy the accuracy run's mlperf_log_detail.txt unchanged")
     if log is not None:
         with ctx.rule(RuleId.ACC_ERRORS, path) as run:
             errors = counted_errors(ctx, log)

@@ -154,6 +154,18 @@ def read_detail_log(path: Path) -> DetailLog | None:
     return load_detail_log(path)[0]
 
 
+def check_detail_log(ctx: ResultContext, rule: RuleId, path: Path, log: DetailLog | None,
+                     which: str, hint: str) -> None:
+    """The ``*-LOG`` rule of a detail log: present, parsable and LoadGen's (``which``
+    names the run in the finding: "performance", "accuracy")."""
+    with ctx.rule(rule, path) as run:
+        if run:
+            problem = log_problem(path, log, ctx.log_reason(path))
+            if problem is not None:
+                ctx.add(rule, path, f"{which} detail log is {problem}",
+                        expected="a LoadGen mlperf_log_detail.txt", found=problem, hint=hint)
+
+
 def log_problem(path: Path, log: DetailLog | None, reason: str | None = None) -> str | None:
     """Why a detail log cannot be trusted, or ``None`` if it is well-formed."""
     if log is None:

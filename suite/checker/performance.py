@@ -14,6 +14,7 @@ from suite.checker.context import (
     ResultContext,
     as_float,
     as_int,
+    check_detail_log,
     counted_errors,
     log_problem,
     read_text,
@@ -32,13 +33,8 @@ def check_performance(ctx: ResultContext) -> None:
     """Every ``PERF-*`` rule of one result."""
     path = ctx.files.perf_detail
     log = ctx.log(path)
-    with ctx.rule(RuleId.PERF_LOG, path) as run:
-        if run:
-            problem = log_problem(path, log, ctx.log_reason(path))
-            if problem is not None:
-                ctx.add(RuleId.PERF_LOG, path, f"performance detail log is {problem}",
-                        expected="a LoadGen mlperf_log_detail.txt", found=problem,
-                        hint="copy the run's performance/mlperf_log_detail.txt unchanged")
+    check_detail_log(ctx, RuleId.PERF_LOG, path, log, "performance",
+                     "copy the run's performance/mlperf_log_detail.txt unchanged")
     _summary(ctx)
     if log is None:
         return  # every other PERF rule needs the log; PERF-LOG said why it is missing
