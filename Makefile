@@ -22,7 +22,7 @@ KEY ?= $(HOME)/.config/infersuite/keys/signing.pub
 
 RERUN ?= all
 
-.PHONY: demo run test bench lint clean-venv check lint-config keygen submission verify audit tune bench-gpu
+.PHONY: demo run test test-fast bench lint clean-venv check lint-config keygen submission verify audit tune bench-gpu
 
 $(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +41,15 @@ demo: $(VENV)/.core
 run: $(VENV)/.core
 	$(PY) -m suite run --benchmark $(BENCHMARK) --scenario $(SCENARIO) --backend $(BACKEND) --mode $(MODE) $(ARGS)
 
+# Everything, in parallel (pytest-xdist; two workers suit a busy 2-core machine: the
+# integration tests wait on LoadGen children and servers more than they compute).
+TEST_WORKERS ?= 2
 test: $(VENV)/.dev
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(ARGS)
+
+# The fast loop: unit tests of every package, no LoadGen run or subprocess (< 3 min).
+test-fast: $(VENV)/.dev
+	$(PY) -m pytest -m "not slow" -n $(TEST_WORKERS) $(ARGS)
 
 bench: $(VENV)/.dev
 	$(PY) bench/bench_harness.py $(ARGS)
@@ -55,6 +62,7 @@ bench-gpu: $(if $(filter command line,$(origin PY)),,$(VENV)/.dev)
 lint: $(VENV)/.dev
 	$(PY) -m ruff check suite tests bench reference_models
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 check: $(VENV)/.core
 	$(PY) -m suite check $(TREE) $(ARGS)

@@ -393,7 +393,7 @@ def test_missing_torch_names_the_cpu_and_cuda_install_commands() -> None:
 def test_importing_suite_imports_no_framework() -> None:
     code = ("import sys, suite, suite.cli.app, suite.config.loader, suite.backends as b\n"
             "rows = b.list_backends()\n"
-            "from suite.config.loader import known_keys\n"
+            "from suite.config.layers import known_keys\n"
             "assert 'backend.tensorrt.precision' in known_keys('onnxruntime')\n"
             "heavy = [m for m in ('torch', 'tensorrt', 'pycuda', 'onnxruntime') "
             "if m in sys.modules]\n"

@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 
 from suite import api
-from suite.config.loader import ConfigRequest, DataConfig, KnownKeys, load_config
+from suite.config.layers import KnownKeys
+from suite.config.loader import ConfigRequest, load_config
+from suite.config.model import DataConfig
 from suite.datasets import create
 from suite.datasets.digits import DigitsDataset, staged_path, validation_split
 from suite.errors import ConfigError

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from suite.config.loader import DataConfig
+from suite.config.model import DataConfig
 from suite.datasets import cache as cache_module
 from suite.datasets import create
 from suite.datasets.cache import CropCache

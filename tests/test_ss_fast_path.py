@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from suite.config.loader import SutConfig
+from suite.config.model import SutConfig
 from suite.errors import BackendError
 from suite.harness import loadgen
 from suite.harness.loadgen import Completer

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from suite.backends.null import NullBackend
-from suite.config.loader import SutConfig
+from suite.config.model import SutConfig
 from suite.datasets.base import InMemoryDataset
 from suite.errors import DatasetError
 from suite.harness.sut.core import InflightTable, SystemUnderTest

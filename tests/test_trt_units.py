@@ -29,6 +29,7 @@ from suite.backends.trt import (
 )
 from suite.errors import BackendError
 from suite.models import load_card
+from suite.datasets import calibration_set
 from suite.paths import find_paths
 
 SAMPLE = (1, 8, 8)  # digits
@@ -152,6 +153,7 @@ def int8_backend(tmp_path: Path) -> tuple[TensorRTBackend, Any]:
     backend = TensorRTBackend(TensorRTOptions(precision="int8", calibration_samples=100,
                                               cache_dir=str(tmp_path)))
     backend._input, backend._max_batch, backend._sample_shape = "input", 256, SAMPLE
+    backend.calibration_source = calibration_set  # what the harness hands it (sut.loading)
     return backend, card
 
 

@@ -1,10 +1,10 @@
 """The PyTorch backend: the model card's ``nn.Module`` and state dict, eager or compiled.
 
 The card names the module as ``model.py:Class`` beside the ONNX file and the state
-dict with its sha256; both are verified before anything is loaded, and the loaded
-weights are hashed again against ``weights_sha256``, the hash ``train.py`` computed
-from the ONNX file's initializers. So this backend provably runs the same weights
-as onnxruntime.
+dict with its sha256; ``torch_model`` verifies both before anything is loaded, and
+hashes the loaded weights again against ``weights_sha256``, the hash ``train.py``
+computed from the ONNX file's initializers. So this backend provably runs the same
+weights as onnxruntime.
 
 Threads: ``predict`` is called from several SUT worker threads at once. Eager
 forwards run concurrently (torch releases the GIL inside its ops, and the module is
@@ -26,11 +26,7 @@ SUT page-locked buffers, so a batch gathered there is copied to the device direc
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import sys
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -43,6 +39,8 @@ from suite.backends.base import (
     RawInput,
     nvidia_gpu_problem,
 )
+from suite.backends.torch_model import load_card_model
+from suite.backends.torch_model import weights_sha256 as weights_sha256  # re-export
 from suite.backends.torch_support import (
     ShapePlan,
     ShapePolicy,
@@ -53,7 +51,6 @@ from suite.backends.torch_support import (
     precision_record,
 )
 from suite.errors import BackendError, ModelError
-from suite.models import sha256_file
 
 if TYPE_CHECKING:
     from suite.models import ModelCard
@@ -116,59 +113,6 @@ class TorchOptions(BackendOptions):
         return self
 
 
-def _load_module_class(card: ModelCard) -> Any:
-    """``card.model.torch_module`` (``file.py:Class``), imported by file path."""
-    spec_text = card.model.torch_module
-    if not spec_text or ":" not in spec_text:
-        raise ModelError(f"{card.card_path}: [model] torch_module must name 'file.py:Class'",
-                         hint="the torch backend needs the module definition beside the ONNX file")
-    file_name, class_name = spec_text.split(":", 1)
-    path = card.directory / file_name
-    if not path.is_file():
-        raise ModelError(f"torch module file {path} is missing (named by {card.card_path})")
-    # A private module name: two cards may both ship a model.py.
-    module_name = f"_suite_model_{card.name}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ModelError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # dataclasses and pickling look the module up here
-    try:
-        spec.loader.exec_module(module)
-        return getattr(module, class_name)
-    except Exception as exc:  # the file is user code: any error means "cannot load"
-        raise ModelError(f"cannot load {spec_text} from {path}: {exc!r}") from exc
-
-
-def _verified_state_dict_path(card: ModelCard) -> Path:
-    name, expected = card.model.torch_state_dict, card.model.torch_state_dict_sha256
-    if not name or not expected:
-        raise ModelError(f"{card.card_path}: [model] needs torch_state_dict and "
-                         "torch_state_dict_sha256 for the torch backend")
-    path = card.directory / name
-    if not path.is_file():
-        raise ModelError(f"state dict {path} is missing (named by {card.card_path})",
-                         hint="restore it from git, or retrain with the benchmark's train.py")
-    actual = sha256_file(path)
-    if actual != expected:
-        raise ModelError(
-            f"state dict {path} does not match its model card {card.card_path}: "
-            f"sha256 {actual} != expected {expected}",
-            hint="restore the original (git checkout -- <file>); a retrained model needs "
-            "new hashes in the card, written by train.py",
-        )
-    return path
-
-
-def weights_sha256(state: dict[str, Any]) -> str:
-    """The card's ``weights_sha256``: every tensor as float32 little-endian, in order."""
-    digest = hashlib.sha256()
-    for tensor in state.values():
-        array = tensor.detach().cpu().float().numpy()
-        digest.update(np.ascontiguousarray(array, dtype="<f4").tobytes())
-    return digest.hexdigest()
-
-
 class TorchBackend(BackendBase):
     """Runs the card's PyTorch module; see the module docstring."""
 
@@ -219,16 +163,7 @@ class TorchBackend(BackendBase):
         A subclass may build another module (``bench/gpu_resnet50.py`` does); ``load``
         places, casts, compiles and warms whatever this returns.
         """
-        torch = self._torch
-        module_cls = _load_module_class(card)
-        state = torch.load(_verified_state_dict_path(card), map_location="cpu",
-                           weights_only=True)
-        if card.model.weights_sha256 and weights_sha256(state) != card.model.weights_sha256:
-            raise ModelError(f"the weights in {card.model.torch_state_dict} differ from "
-                             f"weights_sha256 in {card.card_path}, the hash of the ONNX file's")
-        model = module_cls()
-        model.load_state_dict(state)
-        return model.eval()
+        return load_card_model(self._torch, card)
 
     def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
         import torch  # lazy: keeps `import suite` light

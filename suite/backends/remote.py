@@ -2,7 +2,8 @@
 
 Each ``predict`` sends the batch (in pieces of at most the model's max batch size) to
 one of ``endpoints`` (one URL per replica: ``grpc://host:port`` or ``http://host:port``)
-through ``tritonclient`` and returns the output as numpy, shaped like the card's.
+through ``tritonclient`` (one ``remote_transport.Transport`` per endpoint) and returns
+the output as numpy, shaped like the card's.
 
 * **Transport**: ``grpc://`` speaks gRPC with raw tensor contents; ``http://`` speaks
   REST, with the binary tensor extension where the server lists ``binary_tensor_data``
@@ -28,10 +29,8 @@ The REST client (gevent based) is not shared between threads: one per thread.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.metadata
-import importlib.util
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Literal
@@ -49,6 +48,7 @@ from suite.backends.remote_check import (
     max_batch_from,
 )
 from suite.backends.remote_counts import EndpointCounts
+from suite.backends.remote_transport import ENDPOINT_HINT, Transport
 from suite.errors import BackendError
 
 if TYPE_CHECKING:
@@ -56,8 +56,6 @@ if TYPE_CHECKING:
     from suite.types import Batch, Outputs
 
 Protocol = Literal["auto", "grpc", "rest-binary", "rest-json"]
-_ENDPOINT_HINT = ("start the server (`suite serve` prints the endpoints) or fix "
-                  "backend.remote.endpoints")
 
 
 class RemoteOptions(BackendOptions):
@@ -99,113 +97,6 @@ class RemoteOptions(BackendOptions):
             raise ValueError(f"protocol = {self.protocol!r} needs {scheme}:// endpoints, "
                              f"not {wrong}")
         return self
-
-
-def _error(url: str, exc: BaseException, timeout_s: float) -> BackendError:
-    """One line for any client failure, naming the endpoint and what went wrong."""
-    status = getattr(exc, "status", None)
-    code = str(status() if callable(status) else "") or ""
-    text = exc.message() if hasattr(exc, "message") else str(exc)  # InferenceServerException
-    if "DEADLINE_EXCEEDED" in code or "Deadline" in str(text) or type(exc).__name__ in (
-            "Timeout", "TimeoutError", "timeout"):
-        return BackendError(f"endpoint {url}: request timed out after {timeout_s:g} s",
-                            hint="raise backend.remote.timeout_s, or look at the server")
-    if "UNAVAILABLE" in code or isinstance(exc, OSError):
-        return BackendError(f"endpoint {url} is unreachable: {text or type(exc).__name__}",
-                            hint=_ENDPOINT_HINT)
-    shown = f" ({code})" if code and code != "None" else ""
-    return BackendError(f"endpoint {url}: server error{shown}: {text}",
-                        hint="see the server's log")
-
-
-def _client_module(grpc: bool) -> Any:
-    """``tritonclient.grpc`` or ``tritonclient.http``, imported on first use (untyped)."""
-    return importlib.import_module("tritonclient.grpc" if grpc else "tritonclient.http")
-
-
-@functools.cache
-def _client_errors() -> tuple[type[BaseException], ...]:
-    """What a tritonclient call raises when the endpoint fails: the client's own error,
-    socket errors, and gevent's ``Timeout`` (a ``BaseException``) from the REST client."""
-    errors: list[type[BaseException]] = [
-        importlib.import_module("tritonclient.utils").InferenceServerException, OSError]
-    if importlib.util.find_spec("gevent") is not None:
-        errors.append(importlib.import_module("gevent").Timeout)
-    return tuple(errors)
-
-
-#: Metadata calls whose gRPC form returns protobuf unless asked for JSON.
-_JSON_METHODS = frozenset({"get_server_metadata", "get_model_metadata", "get_model_config"})
-
-
-class _Transport:
-    """One endpoint: metadata calls and inference through one tritonclient module."""
-
-    def __init__(self, url: str, protocol: str, options: RemoteOptions) -> None:
-        self.url = url
-        self.protocol = protocol  # "grpc", "rest-binary", "rest-json" (auto decided later)
-        self.timeout_s = options.timeout_s
-        self.address = urlsplit(url).netloc
-        self.concurrency = options.max_outstanding
-        self._local = threading.local()
-        self._shared: Any = None
-        self.model = ""
-        self.version = ""
-        self.input = ""
-        self.output = ""
-        self.datatype = ""
-        self._module: Any = None
-        self._wanted: list[Any] | None = None
-
-    @property
-    def grpc(self) -> bool:
-        return self.protocol == "grpc"
-
-    def client(self) -> Any:
-        if self.grpc:
-            if self._shared is None:  # one channel per endpoint: HTTP/2 multiplexes
-                self._shared = _client_module(True).InferenceServerClient(self.address)
-            return self._shared
-        client = getattr(self._local, "client", None)
-        if client is None:
-            client = self._local.client = _client_module(False).InferenceServerClient(
-                self.address, connection_timeout=self.timeout_s,
-                network_timeout=self.timeout_s)
-        return client
-
-    def call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        if self.grpc:
-            if method in _JSON_METHODS:
-                kwargs.setdefault("as_json", True)
-            kwargs.setdefault("client_timeout", self.timeout_s)
-        try:
-            return getattr(self.client(), method)(*args, **kwargs)
-        except _client_errors() as exc:
-            raise _error(self.url, exc, self.timeout_s) from exc
-
-    def infer(self, batch: Batch) -> Outputs:
-        binary = self.protocol != "rest-json"
-        if self._wanted is None:  # built once: infer is on the latency path
-            self._module = _client_module(self.grpc)
-            self._wanted = [self._module.InferRequestedOutput(
-                self.output, **({} if self.grpc else {"binary_data": binary}))]
-        tensor = self._module.InferInput(self.input, list(batch.shape), self.datatype)
-        wanted = self._wanted
-        if self.grpc:
-            tensor.set_data_from_numpy(batch)
-            result = self.call("infer", self.model, [tensor], model_version=self.version,
-                               outputs=wanted)
-        else:
-            tensor.set_data_from_numpy(batch, binary_data=binary)
-            # MLServer refuses a JSON body sent without its content type.
-            headers = None if binary else {"Content-Type": "application/json"}
-            result = self.call("infer", self.model, [tensor], model_version=self.version,
-                               outputs=wanted, headers=headers)
-        outputs = result.as_numpy(self.output)
-        if outputs is None:
-            raise BackendError(f"endpoint {self.url}: the response has no output "
-                               f"{self.output!r}", hint="see the server's log")
-        return outputs  # type: ignore[no-any-return]
 
 
 class _Balancer:
@@ -255,7 +146,7 @@ class RemoteBackend(BackendBase):
         super().__init__(options)
         assert isinstance(self.options, RemoteOptions)
         self.opts: RemoteOptions = self.options
-        self.transports: list[_Transport] = []
+        self.transports: list[Transport] = []
         self.balancer = _Balancer(len(self.opts.endpoints), self.opts.max_outstanding,
                                   2 * self.opts.timeout_s)
         self.max_request = 0
@@ -275,9 +166,10 @@ class RemoteBackend(BackendBase):
         limits: list[tuple[int, str]] = []
         for number, url in enumerate(opts.endpoints):
             scheme = urlsplit(url).scheme
-            transport = _Transport(url, "grpc" if scheme == "grpc" else opts.protocol, opts)
+            transport = Transport(url, "grpc" if scheme == "grpc" else opts.protocol,
+                                  opts.timeout_s, opts.max_outstanding)
             if not transport.call("is_server_live"):
-                raise BackendError(f"endpoint {url} is up but not live", hint=_ENDPOINT_HINT)
+                raise BackendError(f"endpoint {url} is up but not live", hint=ENDPOINT_HINT)
             server = transport.call("get_server_metadata")
             extensions = [str(e) for e in server.get("extensions", []) or []]
             if transport.protocol == "auto":
@@ -285,7 +177,7 @@ class RemoteBackend(BackendBase):
                                       else "rest-json")
             if not transport.call("is_model_ready", model, opts.model_version):
                 raise BackendError(f"endpoint {url}: model {model!r} is not ready",
-                                   hint=_ENDPOINT_HINT)
+                                   hint=ENDPOINT_HINT)
             remote = self._metadata(transport, model)
             check_model(remote, card, model, opts.model_version, f"endpoint {url}")
             limits.append(max_batch_from(self._model_config(transport, model), remote))
@@ -320,7 +212,7 @@ class RemoteBackend(BackendBase):
                            f"{'s' if len(opts.endpoints) > 1 else ''})", details=details,
                            precision=precision, weight_transformations=transformations)
 
-    def _metadata(self, transport: _Transport, model: str) -> RemoteModel:
+    def _metadata(self, transport: Transport, model: str) -> RemoteModel:
         """The model's metadata as JSON; over gRPC with the ``parameters`` map too."""
         if not transport.grpc:
             return RemoteModel.parse(transport.call("get_model_metadata", model,
@@ -333,7 +225,7 @@ class RemoteBackend(BackendBase):
         return RemoteModel.parse(as_json)
 
     @staticmethod
-    def _model_config(transport: _Transport, model: str) -> dict[str, Any] | None:
+    def _model_config(transport: Transport, model: str) -> dict[str, Any] | None:
         """Triton's model config (it holds ``max_batch_size``); ``None`` where the server
         has no such call (MLServer answers 404 or UNIMPLEMENTED)."""
         try:
@@ -349,7 +241,7 @@ class RemoteBackend(BackendBase):
         for transport in self.transports:
             self._checked(transport, transport.infer(zeros), 1)
 
-    def _checked(self, transport: _Transport, outputs: Outputs, n: int) -> Outputs:
+    def _checked(self, transport: Transport, outputs: Outputs, n: int) -> Outputs:
         want = self._sample_shape
         if outputs.shape[:1] != (n,) or len(outputs.shape) != len(want) + 1 or any(
                 w >= 0 and h != w for h, w in zip(outputs.shape[1:], want, strict=False)):
@@ -409,6 +301,5 @@ class RemoteBackend(BackendBase):
             self.counts.close()
             self.counts = None
         for transport in self.transports:
-            if transport._shared is not None:
-                transport._shared.close()
+            transport.close()
         self.transports = []

@@ -16,12 +16,12 @@ copy out, all async on the context's stream, then one synchronize. The CUDA
 context is the device's primary context (the one TensorRT's runtime uses), pushed
 on whichever thread calls.
 
-INT8 with a dynamic batch: TensorRT calibrates at the OPT shape of the calibration
-profile (``IBuilderConfig.set_calibration_profile``), so that profile is fixed at
-the calibrator's batch size, the size its device buffer holds; the buffer is freed
-once the build ends, built or not. ``close`` releases in TensorRT's documented order:
-execution contexts (and their buffers), then the engine, then the runtime, then the
-CUDA context.
+INT8 with a dynamic batch (``trt_calibration``): TensorRT calibrates at the OPT shape
+of the calibration profile (``IBuilderConfig.set_calibration_profile``), so that
+profile is fixed at the calibrator's batch size, the size its device buffer holds;
+the buffer is freed once the build ends, built or not. ``close`` releases in
+TensorRT's documented order: execution contexts (and their buffers), then the engine,
+then the runtime, then the CUDA context.
 """
 
 from __future__ import annotations
@@ -38,6 +38,12 @@ import numpy as np
 from pydantic import Field
 
 from suite.backends.base import BackendBase, BackendInfo, BackendOptions
+from suite.backends.trt_calibration import (
+    calibrated_samples,
+    calibration_batch,
+    calibration_shapes,
+)
+from suite.backends.trt_calibration import make_calibrator as _make_calibrator
 from suite.errors import BackendError
 from suite.models import sha256_file
 
@@ -89,25 +95,6 @@ def profile_shapes(sample_shape: tuple[int, ...], opt_batch: int, max_batch: int
                    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """(min, opt, max) input shapes of a serving profile: batch 1..max, tuned at opt."""
     return tuple((n, *sample_shape) for n in (1, opt_batch, max_batch))  # type: ignore[return-value]
-
-
-def calibration_batch(requested: int, max_batch: int) -> int:
-    """The calibrator's batch size: the requested one, at most the engine's maximum."""
-    return max(1, min(requested, max_batch))
-
-
-def calibration_shapes(sample_shape: tuple[int, ...], batch: int
-                       ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """(min, opt, max) of the calibration profile: all the calibrator's batch, because
-    TensorRT calibrates at OPT and the calibrator's buffer holds exactly ``batch``."""
-    shape = (batch, *sample_shape)
-    return shape, shape, shape
-
-
-def calibrated_samples(available: int, batch: int) -> int:
-    """How many samples calibration sees: whole batches only (``get_batch`` stops at a
-    partial one)."""
-    return available // batch * batch
 
 
 def precision_record(precision: str, samples: int | None) -> tuple[str, str]:
@@ -383,38 +370,3 @@ def _recorded_samples(engine_path: Path) -> int | None:
         return None  # recorded as "not recorded", never guessed
     return value if isinstance(value, int) else None
 
-
-def _make_calibrator(trt: Any, cuda: Any, data: Any, batch_size: int, cache: Path) -> Any:
-    """An ``IInt8EntropyCalibrator2`` over ``data``; defined here because trt is lazy."""
-
-    class EntropyCalibrator(trt.IInt8EntropyCalibrator2):  # type: ignore[misc]
-        def __init__(self) -> None:
-            trt.IInt8EntropyCalibrator2.__init__(self)
-            self.position = 0
-            self.device: Any = cuda.mem_alloc(batch_size * data[0].nbytes)
-
-        def free(self) -> None:
-            """Free the device buffer (once; calibration is over)."""
-            if self.device is not None:
-                self.device.free()
-                self.device = None
-
-        def get_batch_size(self) -> int:
-            return batch_size
-
-        def get_batch(self, names: list[str]) -> list[int] | None:
-            if self.position + batch_size > len(data):
-                return None  # no more batches: calibration ends
-            chunk = np.ascontiguousarray(data[self.position:self.position + batch_size])
-            cuda.memcpy_htod(self.device, chunk)
-            self.position += batch_size
-            return [int(self.device)]
-
-        def read_calibration_cache(self) -> bytes | None:
-            return cache.read_bytes() if cache.is_file() else None
-
-        def write_calibration_cache(self, blob: Any) -> None:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_bytes(bytes(blob))
-
-    return EntropyCalibrator()

@@ -20,7 +20,7 @@ from suite.compliance.base import (
     audit_text,
     refuse_stale_audit_configs,
 )
-from suite.config.loader import RunConfig
+from suite.config.model import RunConfig
 from suite.errors import ConfigError
 from suite.results import ComplianceResult, RunResult, Status
 

@@ -25,14 +25,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from suite.config.loader import (
-    ConfigRequest,
-    KnownKeys,
-    RunConfig,
-    _parse_set,
-    flatten,
-    load_config,
-)
+from suite.config.layers import KnownKeys, flatten, parse_set
+from suite.config.loader import ConfigRequest, load_config
+from suite.config.model import RunConfig
 from suite.config.rules import RuleSet
 from suite.errors import SuiteError
 from suite.findings import Finding, Severity
@@ -114,7 +109,7 @@ def _user_layers(request: ConfigRequest) -> list[tuple[str, dict[str, Any]]]:
         layers.append((str(request.config_file), flatten(data)))
     for item in request.sets:
         try:
-            layers.append(_parse_set(item))
+            layers.append(parse_set(item))
         except SuiteError:
             continue
     return layers

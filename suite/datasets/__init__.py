@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from suite.config.loader import DataConfig
+from suite.config.model import DataConfig
 from suite.datasets.base import InMemoryDataset
 from suite.errors import DatasetError
 from suite.models import ModelCard

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from suite.config.loader import DataConfig
+from suite.config.model import DataConfig
 from suite.datasets.base import InMemoryDataset
 from suite.errors import DatasetError
 from suite.models import ModelCard

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from suite.backends.base import RawInput
-from suite.config.loader import DataConfig
+from suite.config.model import DataConfig
 from suite.datasets.base import InMemoryDataset
 from suite.datasets.cache import CacheProgress, CacheReport, CropCache
 from suite.datasets.preprocess import (

@@ -39,7 +39,7 @@ from typing import Any, TextIO, cast
 from pydantic import BaseModel, ConfigDict
 
 from suite import datasets
-from suite.config.loader import RunConfig
+from suite.config.model import RunConfig
 from suite.harness import signals
 from suite.harness.loadgen import Completer, run_test
 from suite.harness.output_contract import OutputContract

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from suite.config.loader import RunConfig
+from suite.config.model import RunConfig
 from suite.errors import ConfigError, SuiteError
 from suite.harness.child_start import ChildStart, child_pythonpath
 from suite.harness.progress import LiveSink, LiveStatus

@@ -18,7 +18,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from suite.config.loader import RunConfig
+from suite.config.model import RunConfig
 from suite.llm.conf import token_conf_lines
 from suite.scenarios import Mode, Scenario
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from suite.config.loader import flatten
+from suite.config.layers import flatten
 from suite.errors import SuiteError
 from suite.results import RunResult, Status, TestResult
 

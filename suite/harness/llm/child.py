@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.backends import backend_class
-from suite.config.loader import RunConfig
+from suite.config.model import RunConfig
 from suite.errors import BackendError
 from suite.harness.llm.sut import LLMSystemUnderTest
 from suite.harness.loadgen import TokenCompleter

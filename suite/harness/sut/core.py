@@ -29,17 +29,17 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from enum import Enum
 from typing import Any
 
 import numpy as np
 
 from suite.backends.base import BackendBase
-from suite.config.loader import SutConfig
+from suite.config.model import SutConfig
 from suite.datasets.base import InMemoryDataset
 from suite.errors import ConfigError
 from suite.harness.loadgen import Completer
 from suite.harness.sut.batch_stats import BatchStats, merge
+from suite.harness.sut.dispatch import DISPATCH, Dispatch
 from suite.harness.sut.failures import FailureLog
 from suite.harness.sut.inflight import InflightTable, Item
 from suite.harness.sut.inline import inline_issue
@@ -52,20 +52,6 @@ from suite.postprocess import Postprocess
 from suite.scenarios import Scenario
 
 __all__ = ["DISPATCH", "Dispatch", "FailureLog", "SystemUnderTest", "derive_max_wait_s"]
-
-
-class Dispatch(Enum):
-    INLINE = "inline"
-    SPLIT = "split"
-    DYNAMIC = "dynamic"
-
-
-DISPATCH = {
-    Scenario.SINGLE_STREAM: Dispatch.INLINE,
-    Scenario.MULTI_STREAM: Dispatch.INLINE,
-    Scenario.OFFLINE: Dispatch.SPLIT,
-    Scenario.SERVER: Dispatch.DYNAMIC,
-}
 
 
 class SystemUnderTest:

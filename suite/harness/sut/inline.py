@@ -12,7 +12,7 @@ import numpy as np
 from suite.postprocess import index_writer
 
 if TYPE_CHECKING:
-    from suite.harness.sut.parts import SutParts
+    from suite.harness.sut.dispatch import SutParts
 
 
 def inline_issue(sut: SutParts) -> Callable[[list[int], list[int]], None]:

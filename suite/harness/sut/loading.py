@@ -7,7 +7,7 @@ from pathlib import Path
 
 from suite import backends, datasets
 from suite.backends.base import BackendBase, BackendInfo
-from suite.config.loader import RunConfig
+from suite.config.model import RunConfig
 from suite.models import ModelCard, load_card
 from suite.paths import find_paths
 

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from suite.config.loader import RunConfig
+    from suite.config.model import RunConfig
 
 # Control words at the start of the ring block (int64 each).
 _HEAD, _TAIL, _STOP, _GEN = 0, 1, 2, 3

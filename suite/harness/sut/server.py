@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from suite.harness.sut.server_queue import Query, fill, next_query
 
 if TYPE_CHECKING:
-    from suite.harness.sut.parts import SutParts
+    from suite.harness.sut.dispatch import SutParts
 
 
 def server_worker(sut: SutParts) -> None:

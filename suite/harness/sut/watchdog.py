@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from suite.harness.sut.parts import SutParts
+    from suite.harness.sut.dispatch import SutParts
 
 
 def watch(sut: SutParts, watch_queue: bool) -> None:

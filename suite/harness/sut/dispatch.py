@@ -1,8 +1,10 @@
-"""What the SUT's dispatch paths (``inline``, ``server``, ``watchdog``) use of the SUT.
+"""How the SUT dispatches each scenario's queries, and what its dispatch paths see of it.
 
-They were split out of ``core`` to keep it readable; they take the SUT as an argument.
-Declaring what they read and call here lets them depend on this contract rather than on
-``core``, which imports them (no cycle, and each path's needs are written down).
+``DISPATCH``: SingleStream and MultiStream run each query inline on LoadGen's issue
+thread (``inline``), Offline splits it over the workers, Server queues it for the workers
+to batch dynamically (``server``). Those paths, and the ``watchdog``, were split out of
+``core`` and take the SUT as an argument: ``SutParts`` declares what they read and call,
+so they depend on this contract rather than on ``core``, which imports them.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ import collections
 import queue
 import threading
 from collections.abc import Callable
+from enum import Enum
 from typing import Any, Protocol
 
 from suite.backends.base import BackendBase
-from suite.config.loader import SutConfig
+from suite.config.model import SutConfig
 from suite.datasets.base import InMemoryDataset
 from suite.harness.loadgen import Completer
 from suite.harness.sut.batch_stats import BatchStats
@@ -23,6 +26,21 @@ from suite.harness.sut.inflight import InflightTable, Item
 from suite.harness.sut.server_queue import Pacer, Query
 from suite.harness.sut.workers import ProcessWorkers
 from suite.postprocess import Postprocess
+from suite.scenarios import Scenario
+
+
+class Dispatch(Enum):
+    INLINE = "inline"
+    SPLIT = "split"
+    DYNAMIC = "dynamic"
+
+
+DISPATCH = {
+    Scenario.SINGLE_STREAM: Dispatch.INLINE,
+    Scenario.MULTI_STREAM: Dispatch.INLINE,
+    Scenario.OFFLINE: Dispatch.SPLIT,
+    Scenario.SERVER: Dispatch.DYNAMIC,
+}
 
 
 class SutParts(Protocol):
