@@ -14,7 +14,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
-
 # The user's config directory (tuned settings, default keys) is the test session's own:
 # settings `suite tune` wrote on this machine must not change what a test run does.
 _CONFIG_HOME = tempfile.mkdtemp(prefix="suite-tests-config-")
@@ -80,3 +79,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         message = str(call.excinfo.value).strip().splitlines()[0] if call.excinfo else ""
         report.outcome = "skipped"
         report.wasxfail = f"timing (reported, not gating): {message[:300]}"
+
+
+# -- the `slow` marker ----------------------------------------------------------------
+# Everything under tests/integration/ runs the real LoadGen or a subprocess (a CLI run,
+# a server, a wheel build): it is `slow`, so `pytest -m "not slow"` (make test-fast) is
+# the unit tests of every package alone.
+_INTEGRATION = Path(__file__).resolve().parent / "integration"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.is_relative_to(_INTEGRATION):
+            item.add_marker(pytest.mark.slow)

@@ -1,0 +1,48 @@
+"""TEST06 through the real LoadGen on tinylm: an honest SUT passes; one that reports a
+different first token, or more tokens than it produced, fails with the official lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from suite.config.loader import ConfigRequest
+from suite.harness.llm.run import run
+from suite.results import RunResult, Status
+
+pytest.importorskip("torch", reason="the LLM backend needs torch (pip install -e '.[torch]')")
+
+
+def _test06(tmp: Path, scenario: str, backend: str = "torch-llm") -> tuple[RunResult, str]:
+    result = run(ConfigRequest(benchmark="tinylm", backend=backend, scenario=scenario,
+                               quick=True, runs_dir=tmp, compliance="TEST06"))
+    verify = Path(result.run_dir) / "TEST06" / "verify_accuracy.txt"
+    return result, verify.read_text(encoding="utf-8")
+
+
+def test_honest_sut_passes(tmp_path: Path) -> None:
+    result, text = _test06(tmp_path, "server")
+    assert text.splitlines() == ["First token check pass: True", "EOS check pass: True",
+                                 "Sample length check pass: True",
+                                 "TEST06 verification complete"]
+    assert result.compliance is not None and result.compliance.passed
+    assert result.status is Status.VALID and result.mode == "TEST06"
+    assert (Path(result.run_dir) / "TEST06" / "mlperf_log_accuracy.json").is_file()
+    assert not (Path(result.run_dir) / "performance" / "audit.config").exists()
+
+
+def test_a_lying_first_token_fails(tmp_path: Path) -> None:
+    result, text = _test06(tmp_path, "server", "tests.support.llm_cheats:FirstTokenLiar")
+    assert "First token check pass: False" in text
+    assert text.splitlines()[-1] == "TEST06 verification failed"
+    assert result.compliance is not None and not result.compliance.passed
+    assert result.status is Status.INVALID and result.exit_code == 2
+
+
+def test_an_inflated_token_count_fails(tmp_path: Path) -> None:
+    result, text = _test06(tmp_path, "offline", "tests.support.llm_cheats:TokenCountInflater")
+    assert text.splitlines()[0] == "First token check pass: Skipped"  # Offline: no first token
+    assert "Sample length check pass: False" in text
+    assert result.status is Status.INVALID
+

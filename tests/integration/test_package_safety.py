@@ -1,0 +1,74 @@
+"""``suite package`` states only recorded facts and never deletes what it did not create:
+names that become paths are validated, the tree is staged and renamed into place, and
+measurements.json / calibration.md come from each run's backend record (issue 14, items
+2 and 8)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.conftest import run_cli
+from tests.support import submission_fixtures as fx
+
+built = fx.built
+
+
+def _package(built: fx.Built, runs: Path, out: Path, *extra: str) -> tuple[int, str]:
+    done = run_cli("package", "--submitter", "ORG", "--runs-dir", str(runs), "--out-dir",
+                   str(out), "--key", str(built.key), "--unofficial", "--system-config",
+                   str(built.home / "system.toml"), *extra, **fx.env())
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_system_name_cannot_escape_the_output_folder(built: fx.Built,
+                                                       tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("not yours")
+    out = tmp_path / "a" / "b"
+    out.mkdir(parents=True)
+    code, text = _package(built, built.runs, out, "--system", "x/../../../victim")
+    assert code == 1 and "--system" in text and "not a valid name" in text
+    assert victim.read_text() == "not yours"
+
+
+def test_bf16_runs_are_packaged_as_bf16(built: fx.Built, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(built.runs, runs)
+    fx.stamp_precision(runs, "bf16", "cast to bf16 at load", force=True)
+    code, text = _package(built, runs, tmp_path / "out", "--system", "box")
+    assert code == 0, text
+    base = tmp_path / "out" / "closed_ORG_box" / "closed" / "ORG"
+    [meas] = list(base.glob("results/box/digits/Offline/measurements.json"))
+    facts = json.loads(meas.read_text())
+    assert facts["weight_data_types"] == "bf16"
+    assert facts["weight_transformations"] == "cast to bf16 at load"
+    assert "FP32" not in (base / "documentation" / "calibration.md").read_text()
+
+
+def test_a_run_without_a_record_refuses_packaging(built: fx.Built, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(built.runs, runs)
+    for path in runs.glob("*/result.json"):
+        data = json.loads(path.read_text())
+        for test in data["tests"]:
+            test["backend"].pop("precision", None)
+        path.write_text(json.dumps(data))
+    code, text = _package(built, runs, tmp_path / "out", "--system", "box")
+    assert code == 1 and "has no 'precision'" in text
+    assert not (tmp_path / "out" / "closed_ORG_box").exists()
+
+
+def test_repackaging_keeps_a_foreign_directory(built: fx.Built, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    foreign = out / "closed_ORG_box"
+    foreign.mkdir(parents=True)
+    (foreign / "notes.txt").write_text("mine")
+    code, text = _package(built, built.runs, out, "--system", "box")
+    assert code == 0, text
+    assert "moved aside" in text
+    [aside] = list(out.glob("closed_ORG_box.previous-*/closed_ORG_box/notes.txt"))
+    assert aside.read_text() == "mine"
+    assert (foreign / "closed").is_dir()
+

@@ -1,0 +1,149 @@
+"""SIGTERM, SIGHUP and a killed parent: the run ends like Ctrl-C (exit 130, STATUS and
+result.json INTERRUPTED, LoadGen's logs kept) and no child process outlives it. Real CLI,
+real child processes, real LoadGen."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from suite.results import RunResult
+from tests.conftest import REPO, cli_env, only_run_dir
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux",
+                                reason="reads /proc to find the child process")
+
+# 2 ms per sample over a 120 s minimum duration: still running when the signal comes.
+LONG_RUN = ["--set", "loadgen.min_duration_ms=120000", "--set", "sut.drain_grace_s=1",
+            "--set", "loadgen.expected_qps=1000", "--set", "loadgen.target_qps=200",
+            "--set", "sut.max_batch_size=1"]
+
+
+def _children(runs_dir: Path) -> set[int]:
+    """Live ``suite.harness.child`` processes whose spec lies under ``runs_dir``: named on the
+    command line, or (a child started before its test, ``--await-spec``) its cwd."""
+    pids = set()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+            state = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cwd = os.readlink(cmdline.parent / "cwd")
+        except OSError:
+            continue  # it exited while we looked
+        where = [*args, cwd.encode()]
+        if b"suite.harness.child" in args and any(str(runs_dir).encode() in a for a in where) \
+                and state != "Z":
+            pids.add(int(cmdline.parent.name))
+    return pids
+
+
+def _start(runs_dir: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "suite", "run", "--runs-dir", str(runs_dir),
+                             *args], cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(what: str, condition: object, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before {what}: {proc.communicate()}")
+        time.sleep(0.1)
+    proc.kill()
+    pytest.fail(f"timed out waiting until {what}")
+
+
+def _loadgen_running(runs_dir: Path) -> bool:
+    logs = list(runs_dir.glob("*/performance/mlperf_log_detail.txt"))
+    return bool(logs) and logs[0].stat().st_size > 0
+
+
+def _no_child_left(runs_dir: Path, within: float) -> set[int]:
+    deadline = time.monotonic() + within
+    while (left := _children(runs_dir)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+@pytest.mark.parametrize(("signum", "scenario"), [(signal.SIGTERM, "server"),
+                                                  (signal.SIGHUP, "offline")])
+def test_term_and_hup_end_the_run_like_ctrl_c(signum: signal.Signals, scenario: str,
+                                               runs_dir: Path) -> None:
+    proc = _start(runs_dir, "--scenario", scenario, "--backend",
+                  "tests.support.fault_backends:SlowBackend", *LONG_RUN)
+    _wait_for("LoadGen ran", lambda: _loadgen_running(runs_dir), proc)
+    assert _children(runs_dir), "no child process found while LoadGen ran"
+    time.sleep(1.0)
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 130, stderr
+    run_dir = only_run_dir(runs_dir)
+    assert (run_dir / "STATUS").read_text().startswith("INTERRUPTED (exit code 130)")
+    result = RunResult.load(run_dir / "result.json")
+    assert result.status.value == "INTERRUPTED" and result.exit_code == 130
+    [test] = result.tests
+    assert signum.name in test.message and test.performance is None
+    test_dir = run_dir / "performance"
+    assert (test_dir / "mlperf_log_detail.txt").stat().st_size > 0
+    assert json.loads((test_dir / "status.json").read_text())["status"] == "interrupted"
+    assert not _children(runs_dir), "the child outlived the run"
+
+
+def test_term_during_a_long_setup_stops_at_once(runs_dir: Path) -> None:
+    proc = _start(runs_dir, "--quick", "--backend",
+                  "tests.support.lifecycle_backends:EndlessLoadBackend")
+    _wait_for("the child loaded its model", lambda: bool(_children(runs_dir))
+              and bool(list(runs_dir.glob("*/performance/child_spec.json"))), proc)
+    time.sleep(2.0)  # the child is inside load(), which never returns
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    run_dir = only_run_dir(runs_dir)
+    assert (run_dir / "STATUS").read_text().startswith("INTERRUPTED")
+    status = json.loads((run_dir / "performance" / "status.json").read_text())
+    assert status["status"] == "interrupted" and status["setup_stage"] == "loading model"
+    assert not _children(runs_dir), "the child outlived the run"
+
+
+def test_a_child_whose_parent_is_killed_exits_by_itself(runs_dir: Path) -> None:
+    proc = _start(runs_dir, "--scenario", "server", "--backend",
+                  "tests.support.fault_backends:SlowBackend", *LONG_RUN)
+    _wait_for("LoadGen ran", lambda: _loadgen_running(runs_dir), proc)
+    [child] = _children(runs_dir)
+    proc.kill()  # SIGKILL: no handler runs in the parent
+    proc.communicate(timeout=30)
+    left = _no_child_left(runs_dir, within=20)
+    assert not left, f"child {child} still runs 20 s after its parent was killed"
+    status = json.loads(next(runs_dir.glob("*/performance/status.json")).read_text())
+    assert status["status"] == "interrupted"
+
+
+def test_term_during_a_compliance_run_leaves_no_audit_config(tmp_path: Path,
+                                                             runs_dir: Path) -> None:
+    steady = ["--scenario", "singlestream", "--quick", "--backend",
+              "tests.support.fault_backends:SteadyBackend", "--set", "sut.drain_grace_s=1"]
+    reference_runs = tmp_path / "reference"
+    made = subprocess.run([sys.executable, "-m", "suite", "run", *steady, "--mode", "all",
+                           "--runs-dir", str(reference_runs)], cwd=REPO, env=cli_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stdout + made.stderr
+    proc = _start(runs_dir, *steady, "--compliance", "TEST04", "--reference",
+                  str(only_run_dir(reference_runs)), "--set", "loadgen.min_duration_ms=120000")
+    _wait_for("LoadGen ran", lambda: bool(list(runs_dir.rglob("mlperf_log_detail.txt"))), proc)
+    assert list(runs_dir.rglob("audit.config"))  # present while the test runs
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 130, stderr
+    assert not list(runs_dir.rglob("audit.config")), "audit.config outlived the run"
+    assert (only_run_dir(runs_dir) / "STATUS").read_text().startswith("INTERRUPTED")
+    assert not _children(runs_dir)

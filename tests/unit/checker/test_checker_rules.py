@@ -1,0 +1,218 @@
+"""Every rule id of ``suite check`` passes on a good tree and fails on a mutated one,
+on the right result; the JSON report validates against the published schema."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from suite.checker import RULES, check_path
+from suite.checker.findings import RuleId
+from suite.config.rules import load_rules
+from suite.paths import find_paths
+from tests.support import submission_fixtures as fx
+
+RESULTS = fx.RESULTS
+
+
+built = fx.built
+
+
+patch_log = fx.patch_log
+
+
+passing_tree = fx.passing_tree
+
+
+RULESET = load_rules(find_paths(), "v6.1")
+
+
+OFF, SRV = f"{RESULTS}/Offline", f"{RESULTS}/Server"
+
+
+SYSTEM = "closed/ORG/systems/box.json"
+
+
+def _sys(**changes: object) -> Callable[[Path], None]:
+    def mutate(tree: Path) -> None:
+        path = tree / SYSTEM
+        data = json.loads(path.read_text())
+        for key, value in changes.items():
+            if value is None:
+                data.pop(key)
+            else:
+                data[key] = value
+        path.write_text(json.dumps(data))
+    return mutate
+
+
+def _log(rel: str, **values: object) -> Callable[[Path], None]:
+    return lambda tree: patch_log(tree / rel, {k.replace("__", "."): v
+                                               for k, v in values.items()})
+
+
+def _write(rel: str, text: str) -> Callable[[Path], None]:
+    return lambda tree: (tree / rel).write_text(text)
+
+
+def _delete(rel: str) -> Callable[[Path], None]:
+    def mutate(tree: Path) -> None:
+        path = tree / rel
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return mutate
+
+
+PERF = f"{OFF}/performance/run_1/mlperf_log_detail.txt"
+
+
+SPERF = f"{SRV}/performance/run_1/mlperf_log_detail.txt"
+
+
+ACC = f"{OFF}/accuracy/mlperf_log_detail.txt"
+
+
+#: rule id -> (mutation, the result it must land on; None = a tree-level finding)
+MUTATIONS: dict[str, tuple[Callable[[Path], None], str | None]] = {
+    "TREE-LAYOUT": (_write("stray.bin", "x"), None),
+    "TREE-SRC": (_delete("closed/ORG/src"), OFF),
+    "TREE-SCENARIOS": (_delete(SRV), OFF),
+    "SYS-JSON": (_write(SYSTEM, "{not json"), OFF),
+    "SYS-FIELDS": (_sys(cooling=None), SRV),
+    "SYS-STATUS": (_sys(status="soon"), OFF),
+    "SYS-TYPE": (_sys(system_type="cloud"), OFF),
+    "SYS-DIVISION": (_sys(division="open"), OFF),
+    "SYS-SUBMITTER": (_sys(submitter="other"), OFF),
+    "SYS-COUNTS": (_sys(accelerators_per_node="N/A"), OFF),
+    "SYS-NETWORK": (_sys(is_network="true"), OFF),
+    "MEAS-JSON": (_write(f"{OFF}/measurements.json", '{"retraining": ""}'), OFF),
+    "MEAS-FILES": (_write(f"{OFF}/README.md", ""), OFF),
+    "PERF-LOG": (_delete(PERF), OFF),
+    "PERF-SUMMARY": (_delete(f"{SRV}/performance/run_1/mlperf_log_summary.txt"), SRV),
+    "PERF-SCENARIO": (_log(PERF, effective_scenario="Server"), OFF),
+    "PERF-SEEDS": (_log(PERF, effective_qsl_rng_seed=1), OFF),
+    "PERF-SAMPLE-COUNT": (_log(PERF, effective_performance_sample_count=10), OFF),
+    "PERF-DURATION": (_log(SPERF, effective_min_duration_ms=60000), SRV),
+    "PERF-MIN-QUERIES": (_log(PERF, effective_min_query_count=0), OFF),
+    "PERF-OFFLINE-SPQ": (_log(PERF, effective_samples_per_query=100), OFF),
+    "PERF-EARLY-STOPPING": (_log(SPERF, early_stopping_met=False), SRV),
+    "PERF-LATENCY": (_log(SPERF, effective_target_latency_ns=20_000_000), SRV),
+    "PERF-LATENCY-MEASURED": (_log(SPERF, result_99__00_percentile_latency_ns=3e7), SRV),
+    "PERF-VALIDITY": (_log(PERF, result_validity="INVALID"), OFF),
+    "PERF-ERRORS": (lambda t: (t / PERF).open("a").write(
+        ':::MLLOG {"key": "error_runtime", "value": "boom", "metadata": {"is_error": true}}\n'),
+        OFF),
+    "ACC-LOG": (_delete(ACC), OFF),
+    "ACC-TARGET": (_write(f"{OFF}/accuracy/accuracy.txt",
+                          "accuracy=50.000%, good=225, total=450\nhash=ab12\n"), OFF),
+    "ACC-HASH": (_write(f"{OFF}/accuracy/accuracy.txt", "accuracy=98.667%\n"), OFF),
+    "ACC-TRUNCATED": (_write(f"{OFF}/accuracy/mlperf_log_accuracy.json", "[" + " " * 20000
+                             + "]"), OFF),
+    "ACC-DATASET": (_log(ACC, effective_accuracy_sample_count=100), OFF),
+    "ACC-ERRORS": (lambda t: (t / ACC).open("a").write(
+        ':::MLLOG {"key": "error_x", "value": "bad", "metadata": {"is_error": true}}\n'), OFF),
+    "COMP-DIR": (_delete(f"{SRV}/TEST01"), SRV),
+    "COMP-PASS": (_write(f"{OFF}/TEST01/verify_accuracy.txt", "TEST FAIL\n"), OFF),
+}
+
+
+#: Not a rule about a file: the checker's own failure (see the tests below).
+NOT_FILE_RULES = {RuleId.CHECK_INTERNAL}
+
+
+#: Rules of models digits is not (LLMs, SDXL, power results): test_checker_round_tree
+#: gives each a passing and a failing tree of the whole round.
+ROUND_TREE_RULES = {RuleId.PERF_TOKEN_LATENCIES, RuleId.PERF_TOKEN_BOUNDS,
+                    RuleId.ACC_EXTRA_FILES, RuleId.POWER_FILES, RuleId.POWER_LOGS,
+                    RuleId.TREE_MODEL}
+
+
+def test_every_rule_has_a_failing_example() -> None:
+    assert set(MUTATIONS) == set(RULES) - NOT_FILE_RULES - ROUND_TREE_RULES
+
+
+def test_passing_tree_passes_every_rule(passing_tree: Path) -> None:
+    report = check_path(passing_tree, RULESET)
+    assert [f for r in report.results for f in r.findings] == [] and report.findings == []
+    assert report.passed and report.summary.results == 2
+    # each rule ran and passed here
+    assert set(report.rules_evaluated) == set(RULES) - NOT_FILE_RULES - (
+        ROUND_TREE_RULES - {RuleId.TREE_MODEL})
+
+
+@pytest.mark.parametrize("rule_id", sorted(MUTATIONS))
+def test_rule_fails_on_the_right_result(rule_id: str, passing_tree: Path) -> None:
+    mutate, where = MUTATIONS[rule_id]
+    mutate(passing_tree)
+    report = check_path(passing_tree, RULESET)
+    if where is None:
+        assert rule_id in {f.rule for f in report.findings}
+        return
+    by_id = {r.id: r for r in report.results}
+    hits = [f for f in by_id[where].findings if f.rule == rule_id]
+    assert hits, [f.rule for f in by_id[where].findings]
+    assert hits[0].message and hits[0].hint and hits[0].result == where
+    assert not by_id[where].valid
+
+
+def test_compliance_performance_logs_obey_the_settings_rules(passing_tree: Path) -> None:
+    _log(f"{SRV}/TEST01/performance/run_1/mlperf_log_detail.txt",
+         effective_sample_index_rng_seed=5)(passing_tree)
+    report = check_path(passing_tree, RULESET)
+    hits = [f for r in report.results for f in r.findings if f.rule == "PERF-SEEDS"]
+    assert [(h.result, h.file) for h in hits] == [
+        (SRV, f"{SRV}/TEST01/performance/run_1/mlperf_log_detail.txt")]
+
+
+def test_compat_official_reproduces_official_verdicts(passing_tree: Path) -> None:
+    for rule_id in ("PERF-VALIDITY", "PERF-ERRORS", "PERF-LATENCY-MEASURED", "PERF-SUMMARY"):
+        MUTATIONS[rule_id][0](passing_tree)
+    assert not check_path(passing_tree, RULESET).passed
+    assert check_path(passing_tree, RULESET, compat_official=True).passed
+    # --submission-exceptions makes the official checker read the perf-log errors (P-3)
+    assert not check_path(passing_tree, RULESET, compat_official=True,
+                          submission_exceptions=True).passed
+
+
+def test_run_directory_check_recomputes_the_accuracy_hash(built: fx.Built,
+                                                          tmp_path: Path) -> None:
+    run = next(p for p in sorted(built.runs.iterdir()) if p.name.endswith("offline_all"))
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    report = check_path(copy, RULESET)
+    rules = {f.rule for f in report.results[0].findings}
+    assert report.kind == "run" and "PERF-DURATION" in rules and "ACC-HASH" not in rules
+    txt = copy / "accuracy/accuracy.txt"
+    txt.write_text(txt.read_text().replace("hash=", "hash=0"))
+    rules = {f.rule for f in check_path(copy, RULESET).results[0].findings}
+    assert "ACC-HASH" in rules
+
+
+def test_a_checker_bug_is_an_internal_error_not_a_malformed_file(
+        passing_tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from suite.checker import performance
+
+    def broken(*args: object) -> str | None:
+        raise RuntimeError("a bug in the rule")
+
+    monkeypatch.setattr(performance, "log_problem", broken)
+    report = check_path(passing_tree, RULESET)
+    hits = [f for r in report.results for f in r.findings]
+    assert hits and all(f.rule == "CHECK-INTERNAL" for f in hits)
+    assert "internal error of suite check while evaluating PERF-LOG" in hits[0].message
+    assert "malformed" not in hits[0].hint and "RuntimeError: a bug in the rule" in (
+        hits[0].found or "")
+    assert "Traceback" in (hits[0].found or "")  # the traceback is kept, in the finding
+    assert not report.passed  # a rule that could not run is never a pass
+
+
+def test_an_unreadable_log_keeps_its_reason(passing_tree: Path) -> None:
+    (passing_tree / PERF).write_text(
+        ':::MLLOG {"key": "effective_scenario", "value": "Offline", "metadata": 3}\n')
+    report = check_path(passing_tree, RULESET)
+    [hit] = [f for r in report.results for f in r.findings if f.rule == "PERF-LOG"]
+    assert "AttributeError" in hit.message and hit.found and "unparsable" in hit.found
+

@@ -1,0 +1,55 @@
+"""The model card and the sha256 gate in front of every run."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from suite.errors import ModelError
+from suite.models import load_card, sha256_file, verify_model_file
+from suite.paths import find_paths
+
+
+def test_committed_model_matches_its_card() -> None:
+    card = load_card(find_paths(), "digits")
+    assert verify_model_file(card) == card.model.onnx_sha256
+    assert card.input.name and card.output.name
+    assert card.input.sample_shape == (1, 8, 8)
+    assert card.input.layout == "NCHW" and card.input.dtype == "float32"
+
+
+def test_state_dict_matches_its_card() -> None:
+    card = load_card(find_paths(), "digits")
+    assert card.model.torch_state_dict is not None
+    path = card.directory / card.model.torch_state_dict
+    assert sha256_file(path) == card.model.torch_state_dict_sha256
+
+
+def test_tampered_model_is_refused(suite_home: Path) -> None:
+    card = load_card(find_paths(suite_home), "digits")
+    data = bytearray(card.onnx_path.read_bytes())
+    data[-1] ^= 0xFF
+    card.onnx_path.write_bytes(bytes(data))
+    with pytest.raises(ModelError) as info:
+        verify_model_file(card)
+    assert str(card.onnx_path) in info.value.message
+    assert "sha256" in info.value.message
+
+
+def test_missing_model_is_refused(suite_home: Path) -> None:
+    card = load_card(find_paths(suite_home), "digits")
+    card.onnx_path.unlink()
+    with pytest.raises(ModelError, match="missing"):
+        verify_model_file(card)
+
+
+def test_card_accuracy_target_is_99_percent_of_reference() -> None:
+    paths = find_paths()
+    card = load_card(paths, "digits")
+    rules = tomllib.loads((paths.run_rules / "v6.1.toml").read_text())["benchmarks"]["digits"]
+    assert rules["reference_accuracy"] == card.accuracy.reference_fp32
+    assert rules["accuracy_target"] == pytest.approx(card.accuracy.reference_fp32 * 0.99, abs=5e-4)
+    assert rules["dataset_size"] == card.dataset.model_dump()["validation_samples"]
+

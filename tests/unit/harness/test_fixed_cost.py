@@ -1,0 +1,119 @@
+"""A run's fixed cost (issue 18): what a run and ``import suite.api`` do not pay for.
+
+``import suite.api`` loads no numpy, framework, LoadGen or rich; resolving a run's config
+imports only the chosen backend's module; a run resolves its config once; the digits
+split is parsed once and staged; every command module only parses, calls and renders.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from suite import api
+from suite.config.layers import KnownKeys
+from suite.config.loader import ConfigRequest, load_config
+from suite.config.model import DataConfig
+from suite.datasets import create
+from suite.datasets.digits import DigitsDataset, staged_path, validation_split
+from suite.errors import ConfigError
+from suite.models import load_card
+from suite.paths import find_paths
+from tests.conftest import REPO
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint(' '.join(sorted(sys.modules)))"],
+        cwd=REPO, capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def test_import_suite_api_loads_no_heavy_module() -> None:
+    loaded = _modules_after("import suite.api")
+    heavy = {"numpy", "onnxruntime", "torch", "tensorrt", "mlperf_loadgen", "rich",
+             "sklearn", "suite.datasets", "suite.harness.loadgen", "suite.compliance",
+             "suite.accuracy", "multiprocessing"}
+    assert not heavy & loaded, sorted(heavy & loaded)
+
+
+def test_resolving_a_config_imports_only_the_chosen_backend() -> None:
+    loaded = _modules_after(
+        "from suite.config.loader import ConfigRequest\n"
+        "from suite.paths import find_paths\n"
+        "from suite.config.preflight import lint_and_resolve\n"
+        "report, resolved = lint_and_resolve(ConfigRequest(backend='onnxruntime', "
+        "quick=True, sets=['backend.onnxruntime.intra_op_threads=1']), find_paths())\n"
+        "assert resolved is not None and not report.errors, report")
+    assert "suite.backends.onnxruntime" in loaded
+    others = {"suite.backends.pytorch", "suite.backends.trt", "suite.backends.remote",
+              "suite.backends.simulated", "suite.llm.backend"}
+    assert not others & loaded, sorted(others & loaded)
+
+
+def test_known_keys_still_knows_every_backend_option_and_suggests_them() -> None:
+    keys = KnownKeys("onnxruntime")
+    assert "backend.tensorrt.precision" in keys and "loadgen.min_duration_ms" in keys
+    assert "backend.tensorrt.precison" not in keys and "backend.nope.x" not in keys
+    with pytest.raises(ConfigError) as raised:
+        load_config(ConfigRequest(sets=["backend.tensorrt.precison=fp16"]), find_paths())
+    assert raised.value.hint == "did you mean 'backend.tensorrt.precision'?"
+
+
+def test_a_run_resolves_its_config_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from suite.config.rules import RuleSet, load_rules
+
+    calls: list[str] = []
+
+    def counting(*args: Any, **kwargs: Any) -> RuleSet:
+        calls.append("load_rules")
+        return load_rules(*args, **kwargs)
+
+    monkeypatch.setattr("suite.config.loader.load_rules", counting)
+    config = api.prepare(ConfigRequest(backend="null", quick=True))[0]
+    assert config.backend == "null" and len(calls) == 1  # the linter's resolution, reused
+
+
+def test_the_digits_split_is_staged_once_and_rebuilt_when_damaged(tmp_path: Path) -> None:
+    card = load_card(find_paths(), "digits")
+    images, labels = validation_split(card)
+    data = DataConfig(cache_dir=str(tmp_path))
+    staged = staged_path(card, tmp_path)
+
+    first = create(card, data)
+    assert staged.is_file() and not list(staged.parent.glob("*.tmp*"))
+    with np.load(staged) as saved:  # what a later process (the child) loads
+        assert np.array_equal(saved["images"], images)
+        assert np.array_equal(saved["labels"], labels)
+    assert np.array_equal(first.labels, labels)
+
+    staged.write_bytes(b"cut short")
+    again = create(card, data)
+    assert isinstance(again, DigitsDataset) and np.array_equal(again.labels, labels)
+    again.load(range(again.total_count))
+    assert np.array_equal(again.staged()[1], images)
+    with np.load(staged) as saved:
+        assert np.array_equal(saved["images"], images)
+
+
+def test_tune_options_from_text_keep_explicit_values_under_quick() -> None:
+    options = api.TuneOptions.from_text(batch_sizes="8", quick=True,
+                                        given=frozenset({"batch_sizes"}), backend="null")
+    assert options.batch_sizes == (8,) and options.probe_ms == 1000 and options.steps == 2
+    with pytest.raises(ConfigError, match="--batch-sizes"):
+        api.TuneOptions.from_text(batch_sizes="1,x")
+    with pytest.raises(ConfigError, match="--worker-models: unknown gpus"):
+        api.TuneOptions.from_text(worker_models="threads,gpus")
+
+
+def test_command_modules_are_thin() -> None:
+    """Parse, call ``suite.api``, render, exit code: no module grows past 60 lines."""
+    long = {path.name: n for path in (REPO / "suite" / "commands").glob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 60}
+    assert not long, long

@@ -1,0 +1,217 @@
+"""``suite report RUN... --html OUT`` on real runs (real LoadGen, real tune probes): the
+page is parsed, every image is an embedded PNG, nothing points outside the file, and
+each section shows what the runs recorded (trace latencies, tune sweep, accuracy,
+config sources, INVALID explanations)."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from suite.logs import DETAIL_LOG, parse_detail_log
+from suite.reports.explain import explain
+from suite.reports.html import TRACE_LOG, trace_latencies_ms
+from suite.results import RunResult, Status
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+class Page(HTMLParser):
+    """What the tests read from the page: tags, images, links, and per-section text
+    and table rows (sections nest: run > latency/server/accuracy/invalid/config)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.images: list[dict[str, str]] = []
+        self.references: list[tuple[str, str, str]] = []
+        self.style = ""
+        self.runs: list[dict[str, list[str]]] = []
+        self.rows: list[dict[str, list[list[str]]]] = []
+        self._sections: list[str] = []
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {name: value or "" for name, value in attrs}
+        self.tags.append(tag)
+        for name in ("src", "href", "action", "srcset", "data", "poster"):
+            if name in values:
+                self.references.append((tag, name, values[name]))
+        if tag == "img":
+            self.images.append(values)
+        elif tag == "style":
+            self._in_style = True
+        elif tag == "section":
+            kind = values.get("class", "")
+            if kind == "run":
+                self.runs.append({})
+                self.rows.append({})
+            self._sections.append(kind)
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "style":
+            self._in_style = False
+        elif tag == "section":
+            self._sections.pop()
+        elif tag in ("td", "th") and self._row is not None and self._cell is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "tr" and self._row is not None and len(self._sections) > 1:
+            self.rows[-1].setdefault(self._sections[-1], []).append(self._row)
+            self._row = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in_style:
+            self.style += data
+        if self._cell is not None:
+            self._cell.append(data)
+        if len(self._sections) > 1:
+            self.runs[-1].setdefault(self._sections[-1], []).append(data)
+
+    def text(self, run: int, section: str) -> str:
+        return " ".join(" ".join(self.runs[run].get(section, [])).split())
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Page, list[Path], Path]:
+    """Tune probes, then three runs beside them: Server with LoadGen's trace on (VALID or
+    not), Offline performance and accuracy on onnxruntime, and a Server run that LoadGen
+    stops at max_duration (INVALID whatever the machine's speed); then the report."""
+    home = tmp_path_factory.mktemp("report")
+    runs, env = home / "runs", {"XDG_CONFIG_HOME": str(home / "config")}
+    system = ["--system", "htmlreport"]
+    tuned = run_cli("tune", "--backend", "null", "--scenario", "server", "--quick",
+                    "--runs-dir", str(runs), "--batch-sizes", "1", "--steps", "1",
+                    "--max-qps", "2000", *system, **env)
+    assert tuned.returncode == 0, tuned.stderr
+    server = ["run", "--scenario", "server", "--backend", "null", "--quick", *system]
+    commands = [
+        [*server, "--set", "loadgen.target_qps=1000", "--set", "loadgen.enable_trace=true"],
+        ["run", "--scenario", "offline", "--backend", "onnxruntime", "--quick", "--mode",
+         "all", "--set", "loadgen.expected_qps=5000", *system],
+        [*server, "--set", "loadgen.target_qps=1000", "--set", "loadgen.max_duration_ms=300"],
+    ]
+    run_dirs: list[Path] = []
+    for command in commands:  # beside the probes: their parent holds tune-cache/
+        before = set(runs.iterdir())
+        done = run_cli(*command, "--runs-dir", str(runs), **env)
+        assert done.returncode in (0, 2), done.stderr
+        [run_dir] = set(runs.iterdir()) - before
+        run_dirs.append(run_dir)
+    page_path = home / "report.html"
+    made = run_cli("report", *map(str, run_dirs), "--html", str(page_path), **env)
+    assert made.returncode == 0, made.stderr
+    page = Page()
+    page.feed(page_path.read_text(encoding="utf-8"))
+    page.close()
+    return page, run_dirs, runs
+
+
+def test_each_run_has_its_sections(reported: tuple[Page, list[Path], Path]) -> None:
+    page, run_dirs, _ = reported
+    assert len(page.runs) == len(run_dirs)
+    for index, run in enumerate(page.runs):
+        assert {"latency", "accuracy", "invalid", "config"} <= set(run), index
+    assert "server" in page.runs[0] and "server" in page.runs[2]
+    assert "server" not in page.runs[1]  # the tune sweep is a Server section
+
+
+def test_trace_latencies_are_loadgens_own(reported: tuple[Page, list[Path], Path]) -> None:
+    page, run_dirs, _ = reported
+    test_dir = run_dirs[0] / "performance"
+    assert json.loads((test_dir / "settings.json").read_text())["enable_trace"] is True
+    latencies = trace_latencies_ms(test_dir / TRACE_LOG)
+    assert latencies is not None
+    log = parse_detail_log(test_dir / DETAIL_LOG)
+    # Server: one sample per query; the trace's figures are the detail log's, exactly.
+    assert latencies.size == log.get("result_query_count")
+    assert round(latencies.min() * 1e6) == log.get("result_min_latency_ns")
+    assert round(latencies.max() * 1e6) == log.get("result_max_latency_ns")
+    assert f"{latencies.size:,} per-sample latencies" in page.text(0, "latency")
+    alts = [image.get("alt") for image in page.images]
+    assert alts.count("latency histogram") == 1  # only the traced run has one
+
+
+def test_the_trace_is_off_by_default(reported: tuple[Page, list[Path], Path]) -> None:
+    page, run_dirs, _ = reported
+    test_dir = run_dirs[1] / "performance"
+    assert json.loads((test_dir / "settings.json").read_text())["enable_trace"] is False
+    assert trace_latencies_ms(test_dir / TRACE_LOG) is None
+    assert "loadgen.enable_trace=true" in page.text(1, "latency")
+
+
+def test_latency_table_is_the_detail_logs_percentiles_and_bound(
+        reported: tuple[Page, list[Path], Path]) -> None:
+    page, run_dirs, _ = reported
+    log = parse_detail_log(run_dirs[0] / "performance" / DETAIL_LOG)
+    header, values = page.rows[0]["latency"][:2]
+    shown = dict(zip(header, values, strict=True))
+    assert shown["99"] == f"{log.get('result_99.00_percentile_latency_ns') / 1e6:.4f} ms"
+    assert shown["max"] == f"{log.get('result_max_latency_ns') / 1e6:.4f} ms"
+    assert shown["bound (p99)"] == f"{log.get('effective_target_latency_ns') / 1e6:g} ms"
+
+
+def test_tune_sweep_shows_every_cached_server_probe(
+        reported: tuple[Page, list[Path], Path]) -> None:
+    page, _, runs = reported
+    cache = json.loads((runs / "tune-cache" / "htmlreport.json").read_text())
+    probes = [entry for entry in cache.values()
+              if RunResult.load(Path(entry["run_dir"]) / "result.json").scenario == "server"]
+    assert probes, "tune cached no Server probe"
+    rows = page.rows[0]["server"][1:]  # below the header
+    assert sorted(row[-1] for row in rows) == sorted(entry["run_dir"] for entry in probes)
+    verdicts = {row[-1]: row[-2] for row in rows}
+    for entry in probes:
+        assert verdicts[entry["run_dir"]] == ("VALID" if entry["valid"] else "INVALID")
+    assert "tune sweep" in [image.get("alt") for image in page.images]
+
+
+def test_accuracy_against_the_target(reported: tuple[Page, list[Path], Path]) -> None:
+    page, run_dirs, _ = reported
+    accuracy = RunResult.load(run_dirs[1] / "result.json").tests[1].accuracy
+    assert accuracy is not None
+    text = page.text(1, "accuracy")
+    assert f"{accuracy.metric} {accuracy.value:.3f} against the target {accuracy.target:.3f}" \
+        in text
+    assert ("pass" if accuracy.passed else "FAIL") in text
+    assert "no accuracy test in this run" in page.text(0, "accuracy")
+
+
+def test_config_rows_carry_each_keys_recorded_source(
+        reported: tuple[Page, list[Path], Path]) -> None:
+    page, run_dirs, _ = reported
+    config = json.loads((run_dirs[0] / "config.json").read_text())
+    rows = {row[0]: row[1:] for row in page.rows[0]["config"] if len(row) == 3}
+    assert rows["loadgen.enable_trace"] == ["True", "--set loadgen.enable_trace"]
+    for key, source in config["provenance"].items():
+        section, name = key.split(".", 1)
+        if section in ("loadgen", "sut", "data"):
+            assert rows[key] == [str(config[section][name]), source], key
+    system = json.loads((run_dirs[0] / "system.json").read_text())
+    assert ["cpu_model", system["cpu_model"]] in page.rows[0]["config"]
+
+
+def test_an_invalid_run_shows_its_explanation(
+        reported: tuple[Page, list[Path], Path]) -> None:
+    page, run_dirs, _ = reported
+    test = RunResult.load(run_dirs[2] / "result.json").tests[0]
+    assert test.status is Status.INVALID and test.performance is not None
+    reasons = explain(test.performance)
+    assert reasons
+    text = page.text(2, "invalid")
+    for reason in reasons:
+        for part in (reason.condition, reason.evidence, reason.advice):
+            assert " ".join(part.split()) in text, part
+    assert "every test is VALID" in page.text(0, "invalid") or \
+        RunResult.load(run_dirs[0] / "result.json").status is not Status.VALID
+

@@ -1,0 +1,70 @@
+"""The network division in packaging: decided by the runs' records (issue 16).
+
+Unit tests on recorded results, then one package of a real remote run (a real MLServer
+on loopback) into ``network/``, checked by ``suite check``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from suite.results import RunResult
+from suite.submission.network import apply, network_division, recorded_network_fields
+from suite.submission.safety import PackageError
+
+NETWORK_FIELDS = ["is_network", "network_type", "network_media", "network_rate",
+                  "nic_loadgen", "number_nic_loadgen", "net_software_stack_loadgen",
+                  "network_protocol", "number_connections", "nic_sut", "number_nic_sut",
+                  "net_software_stack_sut", "network_topology"]
+
+
+USER = {"network_type": "Ethernet", "network_media": "loopback", "network_rate": "n/a",
+        "nic_loadgen": "lo", "number_nic_loadgen": "1", "nic_sut": "lo",
+        "number_nic_sut": "1", "network_topology": "one host"}
+
+
+def _run(name: str, remote: bool) -> RunResult:
+    details = ({"division": "network", "client": "tritonclient 2.73.0",
+                "endpoint0": "grpc://127.0.0.1:1 grpc server=mlserver 1.7.1",
+                "endpoint1": "grpc://127.0.0.1:2 grpc server=mlserver 1.7.1"}
+               if remote else {})
+    backend = {"name": "remote" if remote else "onnxruntime",
+               "version": "mlserver 1.7.1" if remote else "1.20", "details": details}
+    return RunResult.model_validate({
+        "run_id": name, "run_dir": f"/runs/{name}", "created_utc": "x", "benchmark": "digits",
+        "scenario": "offline", "mode": "all", "backend": backend["name"], "round": "v6.1",
+        "model_sha256": "0" * 64, "submittable": True, "non_submittable_reasons": [],
+        "status": "VALID", "exit_code": 0,
+        "tests": [{"mode": "performance", "directory": "performance", "status": "VALID",
+                   "exit_code": 0, "backend": backend}]})
+
+
+def test_the_records_decide_the_division() -> None:
+    remote, local = _run("a", True), _run("b", False)
+    assert network_division([remote], "network") is True
+    assert network_division([local], "closed") is False
+    with pytest.raises(PackageError, match="network-division results, not closed"):
+        network_division([remote], "closed")
+    with pytest.raises(PackageError, match="takes only runs of the remote backend"):
+        network_division([local], "network")
+    with pytest.raises(PackageError, match="cannot be one system"):
+        network_division([remote, local], "network")
+
+
+def test_the_records_fill_what_they_know_and_the_user_the_rest() -> None:
+    runs = [_run("a", True)]
+    assert recorded_network_fields(runs) == {
+        "network_protocol": "grpc", "net_software_stack_loadgen": "tritonclient 2.73.0",
+        "net_software_stack_sut": "mlserver 1.7.1", "number_connections": "2"}
+    system: dict[str, Any] = {}
+    with pytest.raises(PackageError, match="empty: network_type"):
+        apply(system, runs, True, NETWORK_FIELDS, {}, unofficial=False)
+    apply(system, runs, True, NETWORK_FIELDS, USER, unofficial=False)
+    assert system["is_network"] == "true" and system["nic_sut"] == "lo"
+    assert system["network_protocol"] == "grpc"
+    local: dict[str, Any] = {}
+    apply(local, [_run("b", False)], False, NETWORK_FIELDS, {}, unofficial=False)
+    assert local == {}
+
