@@ -31,7 +31,7 @@ def _check_failed_run(proc: subprocess.CompletedProcess[str], runs_dir: Path,
     assert result.status.value == "FAILED" and result.exit_code == 1
     [test] = result.tests
     assert test.failures and test.failures[0]["kind"] == kind
-    assert test.failed_samples >= 0
+    assert test.failed_samples >= 1  # the failure cost samples, and they were counted
     # LoadGen's logs are kept, next to the child's status and output.
     assert (test_dir / "mlperf_log_detail.txt").is_file()
     assert (test_dir / "harness.log").is_file()

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,7 +77,7 @@ def finished_test(tmp_path_factory: pytest.TempPathFactory) -> Path:
     at 1.35M samples/s once made it INVALID in CI (min duration not met)."""
     runs = tmp_path_factory.mktemp("runs")
     proc = subprocess.run(
-        [str(REPO / ".venv/bin/python"), "-m", "suite", "run", "--quick", "--backend", "null",
+        [sys.executable, "-m", "suite", "run", "--quick", "--backend", "null",
          "--set", "loadgen.expected_qps=3000000", "--runs-dir", str(runs)], cwd=REPO,
         env=cli_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

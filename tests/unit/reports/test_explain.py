@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from suite.logs import parse_detail_log
 from suite.reports.explain import explain
 from suite.results import summarize_performance
@@ -33,26 +35,49 @@ def test_server_over_the_bound_says_lower_target_qps(tmp_path: Path) -> None:
     assert "Would need 500 more queries" in early.evidence
 
 
-def test_offline_too_fast_says_raise_expected_qps(tmp_path: Path) -> None:
-    perf = _summary(tmp_path, Scenario.OFFLINE, {
+#: One INVALID condition each: (scenario, detail-log values, evidence, advice, not in advice).
+_SINGLE_CONDITION = {
+    "offline too fast: raise expected_qps": (Scenario.OFFLINE, {
         "result_validity": "INVALID", "result_min_duration_met": False,
         "result_samples_per_second": 50_000.0, "effective_samples_per_query": 22_000,
         "effective_min_duration_ms": 1000, "effective_target_qps": 20_000, "num_errors": 0,
-    })
-    [duration] = explain(perf)
-    assert "0.44 s < 1 s" in duration.evidence
-    assert "raise loadgen.expected_qps to about 50,000" in duration.advice
-
-
-def test_single_stream_out_of_queries_says_lower_expected_latency(tmp_path: Path) -> None:
-    perf = _summary(tmp_path, Scenario.SINGLE_STREAM, {
+    }, ["0.44 s < 1 s"], ["raise loadgen.expected_qps to about 50,000"], []),
+    "singlestream out of queries: lower expected_latency": (Scenario.SINGLE_STREAM, {
         "result_validity": "INVALID", "result_min_duration_met": False,
         "result_query_count": 2001, "result_mean_latency_ns": 77_800,
         "effective_min_duration_ms": 1000, "num_errors": 0,
-    })
-    [duration] = explain(perf)
-    assert "ran out of generated queries after 2001" in duration.evidence
-    assert "lower loadgen.expected_latency_ms to about 0.0778" in duration.advice
+    }, ["ran out of generated queries after 2001"],
+        ["lower loadgen.expected_latency_ms to about 0.0778"], []),
+    # 0.9 x what it completed, not 300k x 10/588 (about 5,100)
+    "server fell behind: step back to what it completed": (Scenario.SERVER, {
+        "result_validity": "INVALID", "result_perf_constraints_met": False,
+        "early_stopping_met": True, "effective_target_qps": 300_000,
+        "effective_target_latency_ns": 10_000_000, "effective_target_latency_percentile": 0.99,
+        "result_99.00_percentile_latency_ns": 588_000_000, "num_errors": 0,
+        "result_completed_samples_per_sec": 251_000.0,
+    }, ["completed only 251,000 samples/s"], ["lower loadgen.target_qps to about 225,900"], []),
+    # SingleStream's advice (expected_latency_ms) is not Server's
+    "server stopped by max_duration: names it": (Scenario.SERVER, {
+        "result_validity": "INVALID", "result_min_duration_met": False,
+        "result_query_count": 310, "effective_min_duration_ms": 2000,
+        "effective_max_duration_ms": 300, "num_errors": 0,
+    }, ["max_duration_ms = 0.3 s < min_duration 2 s"], ["raise loadgen.max_duration_ms"],
+        ["expected_latency_ms"]),
+}
+
+
+@pytest.mark.parametrize(("scenario", "values", "evidence", "advice", "not_advised"),
+                         list(_SINGLE_CONDITION.values()), ids=list(_SINGLE_CONDITION))
+def test_one_condition_is_explained_with_its_evidence_and_knob(
+        tmp_path: Path, scenario: Scenario, values: dict[str, object], evidence: list[str],
+        advice: list[str], not_advised: list[str]) -> None:
+    [finding] = explain(_summary(tmp_path, scenario, values))
+    for text in evidence:
+        assert text in finding.evidence
+    for text in advice:
+        assert text in finding.advice
+    for text in not_advised:
+        assert text not in finding.advice
 
 
 def test_a_valid_run_needs_no_explanation(tmp_path: Path) -> None:
@@ -61,32 +86,6 @@ def test_a_valid_run_needs_no_explanation(tmp_path: Path) -> None:
         "result_min_queries_met": True, "early_stopping_met": True, "num_errors": 0,
     })
     assert explain(perf) == []
-
-
-def test_server_that_fell_behind_says_step_back_to_what_it_completed(tmp_path: Path) -> None:
-    perf = _summary(tmp_path, Scenario.SERVER, {
-        "result_validity": "INVALID", "result_perf_constraints_met": False,
-        "early_stopping_met": True, "effective_target_qps": 300_000,
-        "effective_target_latency_ns": 10_000_000, "effective_target_latency_percentile": 0.99,
-        "result_99.00_percentile_latency_ns": 588_000_000, "num_errors": 0,
-        "result_completed_samples_per_sec": 251_000.0,
-    })
-    [latency] = explain(perf)
-    assert "completed only 251,000 samples/s" in latency.evidence
-    # 0.9 x what it completed, not 300k x 10/588 (about 5,100)
-    assert "lower loadgen.target_qps to about 225,900" in latency.advice
-
-
-def test_server_stopped_by_max_duration_names_it(tmp_path: Path) -> None:
-    perf = _summary(tmp_path, Scenario.SERVER, {
-        "result_validity": "INVALID", "result_min_duration_met": False,
-        "result_query_count": 310, "effective_min_duration_ms": 2000,
-        "effective_max_duration_ms": 300, "num_errors": 0,
-    })
-    [duration] = explain(perf)
-    assert "max_duration_ms = 0.3 s < min_duration 2 s" in duration.evidence
-    assert "raise loadgen.max_duration_ms" in duration.advice
-    assert "expected_latency_ms" not in duration.advice  # SingleStream's advice, not Server's
 
 
 #: A tinylm Interactive-like Server run that broke its TTFT bound, with the keys a real
