@@ -12,7 +12,14 @@ from typing import Any
 
 import pytest
 
+from suite.paths import Paths, find_paths
+
 REPO = Path(__file__).resolve().parent.parent
+
+# Fixtures shared by a unit module and its integration counterpart (pytest finds them by
+# name): the backend variants, the generated round trees, a report page of real runs.
+pytest_plugins = ["tests.support.backend_variants", "tests.support.round_trees",
+                  "tests.support.html_pages"]
 
 # The user's config directory (tuned settings, default keys) is the test session's own:
 # settings `suite tune` wrote on this machine must not change what a test run does.
@@ -51,6 +58,12 @@ def runs_dir(tmp_path: Path) -> Path:
     path = tmp_path / "runs"
     path.mkdir()
     return path
+
+
+@pytest.fixture(scope="module")
+def paths() -> Paths:
+    """The checkout's (or the installed wheel's) data directories."""
+    return find_paths()
 
 
 @pytest.fixture

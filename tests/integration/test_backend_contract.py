@@ -27,7 +27,7 @@ import pytest
 from suite.backends import BackendBase, backend_class
 from suite.results import RunResult
 from tests.conftest import only_run_dir, run_cli
-from tests.unit.backends.test_backend_contract import (
+from tests.support.backend_variants import (
     COMPUTING,
     MAX_BATCH,
     VARIANTS,

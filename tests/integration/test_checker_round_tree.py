@@ -18,8 +18,7 @@ from suite.checker.models import RoundError, detect_round
 from suite.config.rules import load_rules
 from tests.conftest import run_cli
 from tests.support import round_tree_generator as gen
-from tests.support.submission_fixtures import patch_log
-from tests.unit.checker.test_round_tree import (
+from tests.support.round_trees import (
     DC,
     EDGE,
     INTER,
@@ -37,6 +36,7 @@ from tests.unit.checker.test_round_tree import (
     _log,
     _write,
 )
+from tests.support.submission_fixtures import patch_log
 
 SDXL_SS = f"{EDGE}/stable-diffusion-xl/SingleStream"
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import jsonschema
 
 from tests.conftest import REPO, run_cli
-from tests.unit.checker.test_checker_rules import (
+from tests.support import submission_fixtures as fx
+from tests.support.checker_trees import (
     MUTATIONS,
     OFF,
     PERF,
@@ -21,6 +22,10 @@ from tests.unit.checker.test_checker_rules import (
     _sys,
     _write,
 )
+
+# The submission fixtures these tests use (pytest finds them by these names).
+built = fx.built
+passing_tree = fx.passing_tree
 
 
 def test_json_report_validates_against_the_published_schema(passing_tree: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.unit.reports.test_html_report import Page
+from tests.support.html_pages import Page
 
 pytestmark = pytest.mark.slow
 

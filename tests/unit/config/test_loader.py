@@ -8,13 +8,8 @@ import pytest
 
 from suite.config.loader import ConfigRequest, load_config
 from suite.errors import ConfigError
-from suite.paths import Paths, find_paths
+from suite.paths import Paths
 from tests.conftest import run_cli
-
-
-@pytest.fixture(scope="module")
-def paths() -> Paths:
-    return find_paths()
 
 
 def test_layers_apply_in_documented_order(paths: Paths, tmp_path: Path) -> None:
