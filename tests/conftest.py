@@ -27,6 +27,19 @@ _CONFIG_HOME = tempfile.mkdtemp(prefix="suite-tests-config-")
 os.environ["XDG_CONFIG_HOME"] = _CONFIG_HOME  # in-process calls too (suite.paths)
 
 
+#: ``--set`` values that make a quick null-backend Offline test VALID however fast or slow
+#: the machine: no minimum duration and a fixed sample count. LoadGen sizes an Offline
+#: query from ``expected_qps``, and the null backend's rate moves between about 1 and 3.5 M
+#: samples/s on a busy or a quiet 2-core machine: a query sized from a guess ends before
+#: min_duration (INVALID) whenever the machine beats the guess.
+SPEED_FREE_OFFLINE = ["loadgen.min_duration_ms=0", "loadgen.min_query_count=100000"]
+
+
+def speed_free_offline() -> list[str]:
+    """``SPEED_FREE_OFFLINE`` as command-line arguments."""
+    return [arg for value in SPEED_FREE_OFFLINE for arg in ("--set", value)]
+
+
 def cli_env(**extra: str) -> dict[str, str]:
     """The environment for a CLI subprocess: the repo (and tests/) importable, and a
     private user config directory."""

@@ -18,13 +18,14 @@ import pytest
 
 from suite.errors import ConfigError
 from suite.reports.ledger import Attempt, Filters, config_digest, list_runs
-from tests.conftest import REPO, cli_env, run_cli
+from tests.conftest import REPO, cli_env, run_cli, speed_free_offline
 from tests.support import submission_fixtures as fx
 
 built = fx.built
 
 
-NULL_OFFLINE = ["--scenario", "offline", "--quick", "--backend", "null"]
+# VALID on any machine (see SPEED_FREE_OFFLINE).
+NULL_OFFLINE = ["--scenario", "offline", "--quick", "--backend", "null", *speed_free_offline()]
 
 
 # 2 ms per sample, one sample per batch: about 1,000 samples/s at most against 3,000 QPS,

@@ -25,7 +25,8 @@ from suite.logs import DETAIL_LOG
 from suite.reports.table import results_table, run_notes
 from suite.results import RunResult, Status, TestResult
 from suite.scenarios import Mode
-from tests.conftest import REPO, cli_env, only_run_dir
+from tests.conftest import REPO, cli_env, only_run_dir, speed_free_offline
+from tests.support.lifecycle_backends import BATCH_S
 
 FAST = ["sut.watchdog_timeout_s=2", "sut.drain_grace_s=1"]
 
@@ -42,7 +43,12 @@ def test_a_setup_longer_than_the_liveness_limit_stays_alive_by_its_heartbeat(
     # Silence limit while beating: 2 + 1 + 1 = 4 s; the model load takes 10 s.
     monkeypatch.setattr(runner, "LIVENESS_SLACK_S", 1.0)
     monkeypatch.setattr(runner, "STARTUP_ALLOWANCE_S", 60.0)
-    config, _, _, _, paths = _prepare("tests.support.lifecycle_backends:SlowLoadBackend", tmp_path)
+    # One worker of 64-sample batches of at least BATCH_S: at most 64k samples/s, so a
+    # query sized at that ceiling outlasts its min_duration on any machine.
+    ceiling = 64 / BATCH_S
+    config, _, _, _, paths = _prepare("tests.support.lifecycle_backends:SlowLoadBackend",
+                                      tmp_path, "sut.workers=1", "sut.max_batch_size=64",
+                                      f"loadgen.expected_qps={ceiling:.0f}")
     stages: list[str] = []
     beats: list[int] = []
     test_dir = tmp_path / "performance"
@@ -72,13 +78,12 @@ def test_a_setup_that_never_ends_is_killed_at_the_setup_bound(
 def finished_test(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The performance directory of a real, completed quick run (null backend).
 
-    LoadGen is asked for more than the null backend completes (expected_qps 3M), so the
-    run outlasts min_duration and ends VALID: at digits' quick 1.2M, a null backend
-    at 1.35M samples/s once made it INVALID in CI (min duration not met)."""
+    VALID however fast the machine (``SPEED_FREE_OFFLINE``): a query sized from an
+    expected rate once ended before min_duration on a machine faster than the guess."""
     runs = tmp_path_factory.mktemp("runs")
     proc = subprocess.run(
         [sys.executable, "-m", "suite", "run", "--quick", "--backend", "null",
-         "--set", "loadgen.expected_qps=3000000", "--runs-dir", str(runs)], cwd=REPO,
+         *speed_free_offline(), "--runs-dir", str(runs)], cwd=REPO,
         env=cli_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return only_run_dir(runs) / "performance"

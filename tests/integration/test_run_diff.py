@@ -13,7 +13,7 @@ import pytest
 
 from suite.reports.diff import NOT_RECORDED, diff_runs
 from suite.results import RunResult
-from tests.conftest import run_cli
+from tests.conftest import run_cli, speed_free_offline
 
 #: name -> the run's extra arguments. A, B and C differ in sut.workers (C sets the same
 #: value as A through the named flag: same value, another source); D repeats A.
@@ -31,11 +31,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         before = set(runs_dir.iterdir()) if runs_dir.is_dir() else set()
         proc = run_cli("run", "--benchmark", "digits", "--scenario", "offline", "--backend",
                        "null", "--quick", "--runs-dir", str(runs_dir),
-                       # above what the null backend completes here, so LoadGen's query
-                       # outlasts min_duration and the runs end VALID
-                       "--set", "loadgen.expected_qps=3000000", *extra)
-        # The scenario's expected rate once sized the query below what the null backend
-        # completed (1.5 M samples/s): the run ended before min_duration, INVALID.
+                       # VALID however fast the machine (see SPEED_FREE_OFFLINE)
+                       *speed_free_offline(), *extra)
         assert proc.returncode == 0, proc.stderr[-2000:]
         (made[name],) = set(runs_dir.iterdir()) - before
     return made
