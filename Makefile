@@ -12,7 +12,7 @@ BACKEND ?= onnxruntime
 BENCHMARK ?= digits
 MODE ?= performance
 ARGS ?=
-# Packaging (see README "Validating, packaging and signing").
+# Packaging (see docs/submission.md).
 SUBMITTER ?= MyOrg
 SYSTEM ?= $(shell hostname)
 DIVISION ?= closed

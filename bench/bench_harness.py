@@ -119,7 +119,7 @@ def server_max_valid(backend: str, offline_rate: float, runs_dir: Path, probe_ms
                   confirm_ms=2 * probe_ms, fresh=True, say=say)
     cores = os.cpu_count() or 1
     # Threads do best with one worker more than the cores (it covers the GIL waits),
-    # processes with one per core (measured; see the README).
+    # processes with one per core (measured; see bench/PERFORMANCE.md).
     try:
         qps = tuner.server(offline_rate, [128, 256], steps=5,
                            setups=[("threads", cores + 1), ("processes", cores)])
@@ -277,6 +277,8 @@ def main() -> int:
     parser.add_argument("--skip-llm", action="store_true",
                         help="skip tinylm's Offline figures (bench_llm.py; needs torch)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--record", default=str(REPO / "bench" / "PERFORMANCE.md"),
+                        help="append the headline figures to this file ('': do not)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -300,19 +302,58 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
-    _print(report)
+    rows = _rows(report)
+    _print(rows, f"digits, median [min-max] of {report['settings']['repeats']} runs")
     print(f"written: {path}")
+    if args.record:
+        _append_performance(report, rows, path, Path(args.record))
+        print(f"appended to: {args.record}")
     return 0
 
 
-def _print(report: dict[str, Any]) -> None:
+class _Rows(list[tuple[str, str]]):
+    """The headline figures, in order: printed as a table and appended to PERFORMANCE.md."""
+
+    def add_row(self, figure: str, value: str) -> None:
+        self.append((figure, value))
+
+
+def _print(rows: _Rows, title: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    digits = report["digits"]
-    table = Table(title=f"digits, median [min-max] of {report['settings']['repeats']} runs")
+    table = Table(title=title)
     table.add_column("figure")
     table.add_column("value")
+    for figure, value in rows:
+        table.add_row(figure, value)
+    Console().print(table)
+
+
+def _append_performance(report: dict[str, Any], rows: _Rows, json_path: Path,
+                        target: Path) -> None:
+    """Append this invocation's headline figures to ``bench/PERFORMANCE.md``, dated and
+    with the commit, under "make bench runs" (the JSON keeps every figure)."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                            capture_output=True, text=True, check=False).stdout.strip()
+    load = os.getloadavg()
+    lines = ["", f"### {report['created_utc']} at {commit or 'an unknown commit'}", "",
+             f"`make bench` (repeats {report['settings']['repeats']}, "
+             f"{report['settings']['seconds']:g} s per measurement; load average "
+             f"{load[0]:.1f} at the end; every figure in `{json_path.relative_to(REPO)}`). "
+             "Medians [min-max]; ratios formed within this invocation.", "",
+             "| figure | value |", "|---|---|"]
+    lines += [f"| {figure} | {value} |" for figure, value in rows]
+    text = target.read_text(encoding="utf-8") if target.exists() else ""
+    heading = "## make bench runs"
+    if heading not in text:
+        text = text.rstrip("\n") + f"\n\n{heading}\n\nAppended by `make bench`, newest last.\n"
+    target.write_text(text.rstrip("\n") + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _rows(report: dict[str, Any]) -> _Rows:
+    digits = report["digits"]
+    table = _Rows()
 
     def row(name: str, key: str, fmt: str) -> None:
         s = digits[key]
@@ -386,7 +427,7 @@ def _print(report: dict[str, Any]) -> None:
         table.add_row("tinylm Offline tokens/s, ours", f"{llm['ours_tokens_per_s']:,.0f}")
         table.add_row(f"tinylm ours / best raw static batch ({llm['raw_best_static_batch']}; "
                       "target >= 1.0)", f"{llm['ratio_ours_over_best_raw_static']:.3f}")
-    Console().print(table)
+    return table
 
 
 if __name__ == "__main__":

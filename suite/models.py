@@ -130,7 +130,7 @@ class ModelCard(_Card):
                 "none is configured",
                 hint=f"set data.model_path (--set data.model_path=/path/{self.model.onnx_file}"
                 ", a [data] table in --config) or the benchmark's environment variable "
-                "(see the README)",
+                "(see docs/benchmarks.md)",
             )
         return self.model_copy(update={"model_path": Path(model_path)})
 
@@ -199,7 +199,7 @@ def check_model(card: ModelCard) -> ModelIdentity:
     if card.model.source == "bundled":
         return ModelIdentity(verify_model_file(card), "closed")
     if not path.is_file():
-        url = card.model.model_dump().get("url", "see the README")
+        url = card.model.model_dump().get("url", "see docs/benchmarks.md")
         raise ModelError(
             f"model file {path} does not exist (data.model_path of benchmark '{card.name}')",
             hint=f"download the reference model ({url}) and point data.model_path (or the "

@@ -21,6 +21,9 @@ from suite.scenarios import Scenario
 
 Layer = tuple[str, dict[str, Any]]
 
+#: Where the valid keys are listed, for an unknown key with no close match.
+KEYS_HINT = "the keys are listed in docs/configuration.md"
+
 
 def flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
@@ -76,7 +79,7 @@ def check_keys(layer: Layer, keys: KnownKeys) -> None:
             close = difflib.get_close_matches(key, sorted(keys.all()), n=1, cutoff=0.6)
             raise ConfigError(
                 f"{source}: unknown key '{key}'",
-                hint=f"did you mean '{close[0]}'?" if close else "see the README's config keys",
+                hint=f"did you mean '{close[0]}'?" if close else KEYS_HINT,
             )
 
 

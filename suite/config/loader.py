@@ -36,6 +36,7 @@ from pydantic import ValidationError
 
 from suite.backends import backend_class, parse_options
 from suite.config.layers import (
+    KEYS_HINT,
     KnownKeys,
     Layer,
     TableContext,
@@ -127,7 +128,7 @@ def _validate(section: type[_Section], prefix: str, values: dict[str, Any],
         got = sub.get(key.split(".", 1)[1], "<missing>")
         raise ConfigError(
             f"{provenance.get(key, 'config')}: {key} = {got!r}: {first['msg']}",
-            hint=f"{key}: {section.model_fields[key.split('.', 1)[1]].description or 'see README'}"
+            hint=f"{key}: {section.model_fields[key.split('.', 1)[1]].description or KEYS_HINT}"
             if key.split(".", 1)[1] in section.model_fields else "",
         ) from None
 

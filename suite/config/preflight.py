@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from suite.config.layers import KnownKeys, flatten, parse_set
+from suite.config.layers import KEYS_HINT, KnownKeys, flatten, parse_set
 from suite.config.loader import ConfigRequest, load_config
 from suite.config.model import RunConfig
 from suite.config.rules import RuleSet
@@ -134,7 +134,7 @@ def lint_and_resolve(request: ConfigRequest, paths: Paths, *, force: bool = Fals
                                                   cutoff=0.6)
                 report.findings.append(_finding(
                     "LINT-UNKNOWN-KEY", "error", key, source, f"unknown key '{key}'",
-                    f"did you mean '{close[0]}'?" if close else "see the README's config keys"))
+                    f"did you mean '{close[0]}'?" if close else KEYS_HINT))
     if report.errors:
         return report, None
     try:
