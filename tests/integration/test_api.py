@@ -4,6 +4,7 @@ CLI, and the whole flow (run, check, keygen, package, verify, audit) goes throug
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,7 @@ from suite import api
 from suite.audit.report import AuditReport
 from suite.config.loader import ConfigRequest
 from suite.results import Status
+from tests.conftest import SPEED_FREE_OFFLINE
 
 
 def test_run_check_package_verify_audit_as_library_calls(
@@ -41,3 +43,30 @@ def test_run_check_package_verify_audit_as_library_calls(
     assert isinstance(audited, AuditReport)
     assert audited.checks[0].step == 1 and audited.checks[0].passed
 
+
+
+def test_one_run_resolves_the_rounds_rules_once(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules file is read and resolved for the benchmark and scenario once; every later
+    stage (settings, the run directory's checks, each test) reads them from the config."""
+    from suite.config import loader, rules
+
+    calls = {"load_rules": 0, "resolve": 0, "benchmark": 0}
+
+    def counting(name: str, real: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    read = counting("load_rules", rules.load_rules)
+    monkeypatch.setattr(loader, "load_rules", read)  # where load_config reads them
+    monkeypatch.setattr(rules, "load_rules", read)  # and anyone else
+    monkeypatch.setattr(rules.RuleSet, "resolve", counting("resolve", rules.RuleSet.resolve))
+    monkeypatch.setattr(rules.RuleSet, "benchmark",
+                        counting("benchmark", rules.RuleSet.benchmark))
+    result = api.run(ConfigRequest(scenario="offline", mode="all", quick=True, backend="null",
+                                   runs_dir=tmp_path / "runs", sets=SPEED_FREE_OFFLINE))
+    assert [t.mode for t in result.tests] == ["performance", "accuracy"]  # two tests ran
+    # resolve() looks the benchmark up itself: one lookup in all, none by a later stage
+    assert calls == {"load_rules": 1, "resolve": 1, "benchmark": 1}
