@@ -1,6 +1,6 @@
 """How long ``suite check`` takes on a whole round: the generated v6.0 tree (every model
 and scenario, real LoadGen logs rewritten as official runs log them; see
-tests/round_tree_generator.py), with each closed system copied once more, so about 130
+tests/support/round_tree_generator.py), with each closed system copied once more, so about 130
 results. The target is about 100 results in under 10 s on this machine.
 
     python bench/bench_checker.py            # prints one JSON object
@@ -23,7 +23,7 @@ from suite.checker import check_path  # noqa: E402
 from suite.checker.models import detect_round  # noqa: E402
 from suite.config.rules import load_rules  # noqa: E402
 from suite.paths import find_paths  # noqa: E402
-from tests import round_tree_generator as gen  # noqa: E402
+from tests.support import round_tree_generator as gen  # noqa: E402
 
 
 def _double(tree: Path) -> None:

@@ -7,8 +7,8 @@ typed result; the CLI (``suite``) is one client of it::
     result = api.run(ConfigRequest(benchmark="digits", scenario="server", quick=True))
     report = api.check(Path(result.run_dir))
 
-(Only ``run`` is re-exported here: ``package``, ``system``, ``tune`` and ``audit`` are
-also submodule names.) ``__version__`` comes from ``suite.version``, the one place it
+(Only ``run`` is re-exported here: ``system`` and ``audit`` are also subpackage or
+submodule names.) ``__version__`` comes from ``suite.version``, the one place it
 is written.
 
 Importing ``suite`` imports no ML framework and not LoadGen.

@@ -1,8 +1,8 @@
 """The exception tree of the suite.
 
 Every error the suite raises on purpose derives from ``SuiteError`` and carries a
-``hint`` that tells the user what to do next. ``cli`` catches ``SuiteError`` once
-and maps it to exit code 1; nothing below ``cli`` calls ``sys.exit``.
+``hint`` that tells the user what to do next. ``suite.cli.app`` catches ``SuiteError``
+once and maps it to exit code 1; nothing below the CLI calls ``sys.exit``.
 
     SuiteError
     ├── ConfigError          bad key, value, type or name in a config layer
@@ -20,9 +20,9 @@ and maps it to exit code 1; nothing below ``cli`` calls ``sys.exit``.
     └── RoundError           (suite.checker.models, a ConfigError) unknown round
 
 Each error also says how the CLI ends: ``exit_code`` (1 for every error; 2 and 130 are
-verdicts and interruptions, not errors). ``tests/test_errors_tree.py`` walks the
-package and fails on any exception class, or ``raise`` of a builtin exception, outside
-this tree.
+verdicts and interruptions, not errors). ``tests/unit/core/test_errors_tree.py`` (every
+``raise`` of a builtin exception) and ``tests/integration/test_errors_tree.py`` (every
+exception class) walk the package and fail on anything outside this tree.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 class SuiteError(Exception):
     """Base of every error the suite raises on purpose."""
 
-    #: the CLI's exit code for this error (see ``cli``)
+    #: the CLI's exit code for this error (see ``suite.cli.app``)
     exit_code = 1
 
     def __init__(self, message: str, *, hint: str = "") -> None:

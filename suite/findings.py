@@ -8,7 +8,7 @@ lines otherwise). Each tool fills the location fields that mean something to it 
 leaves the others ``None``.
 
 The JSON schemas under ``suite/schemas/`` are generated from these pydantic models
-(``python -m suite.schemas``); ``tests/test_findings_schema.py`` fails when a committed
+(``python -m suite.schemas``); ``tests/unit/schemas/test_findings_schema.py`` fails when a committed
 schema differs from the models.
 """
 

@@ -108,9 +108,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 # -- the `slow` marker ----------------------------------------------------------------
-# Everything under tests/integration/ runs the real LoadGen or a subprocess (a CLI run,
-# a server, a wheel build): it is `slow`, so `pytest -m "not slow"` (make test-fast) is
-# the unit tests of every package alone.
+# Everything under tests/integration/ runs the real LoadGen or a server, a CLI run or a
+# wheel build in a subprocess: it is `slow`, so `pytest -m "not slow"` (make test-fast) is
+# the unit tests of every package alone. A few unit modules still start a cheap process
+# (an import check, a CLI refusing bad input) or share one small fixture built from real
+# runs once per module (the checker's passing tree); the whole fast loop stays short.
 _INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 

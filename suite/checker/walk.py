@@ -93,7 +93,7 @@ def _walk_tree(root: Path, rules: RuleSet, sub: SubmissionRules, report: CheckRe
                 else:
                     _tree_finding(report, root, sub_dir, "unexpected file in a division")
         elif entry.is_dir() and entry.name == "evidence" and not entry.is_symlink():
-            continue  # our auditor evidence beside the official tree (see package.py)
+            continue  # our auditor evidence beside the official tree (see submission/package.py)
         elif not (entry.is_file() and (entry.suffix in _ROOT_OK_SUFFIXES
                                        or entry.name in _ROOT_OK_NAMES)):
             _tree_finding(report, root, entry, "unexpected entry at the root of the tree")

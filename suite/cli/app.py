@@ -3,7 +3,7 @@
 
 0 every test VALID (and accuracy on target) · 2 ran but INVALID, or a target or rule
 failed · 1 error (bad input, failed run) · 130 interrupted (Ctrl-C, SIGTERM or SIGHUP:
-all three drain the running test and keep its logs, see ``signals``).
+all three drain the running test and keep its logs, see ``suite.harness.signals``).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def app() -> None:
 class _Progress:
     """A rich progress bar fed by the child's heartbeats (relayed on another thread).
 
-    With the child's live figures (``live``, a ``progress.LiveStatus``): Server's achieved
+    With the child's live figures (``live``, a ``harness.progress.LiveStatus``): Server's achieved
     QPS, SUT-side p99 estimate against the bound and backlog, Offline's samples/s, and
     the latest early warning; the bar keeps its last line, warning included, at the end.
     """
@@ -85,7 +85,7 @@ class _Progress:
         self.status: Any = None  # the latest progress.LiveStatus
 
     def live(self, status: Any) -> None:
-        """Each beat's ``progress.LiveStatus``, just before ``__call__`` (``LiveSink``)."""
+        """Each beat's ``harness.progress.LiveStatus``, just before ``__call__`` (``LiveSink``)."""
         self.status = status
 
     def __call__(self, completed: int, expected: int | None, elapsed: float) -> None:

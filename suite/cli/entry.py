@@ -1,7 +1,7 @@
 """The ``suite`` command's entry point, light on purpose.
 
 For ``suite run`` it starts the first test's child interpreter before importing the
-CLI, so the child's imports overlap the parent's (``child_start``); everything else
+CLI, so the child's imports overlap the parent's (``suite.harness.child_start``); everything else
 goes straight to ``suite.cli.app``.
 """
 

@@ -1,5 +1,5 @@
 """The typed configuration of a run: ``[loadgen]``, ``[sut]``, ``[data]`` and the
-resolved ``RunConfig``. ``config`` resolves them from their layers (and re-exports
+resolved ``RunConfig``. ``loader`` resolves them from their layers (and re-exports
 them); this module only says what a valid value is."""
 
 from __future__ import annotations

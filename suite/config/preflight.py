@@ -41,7 +41,7 @@ from suite.scenarios import Scenario
 #: would otherwise hold the machine until someone kills it.
 MAX_PREDICTED_S = 7 * 86_400.0
 
-#: Keys that only one kind of scenario reads (settings.py writes them per scenario).
+#: Keys that only one kind of scenario reads (harness/settings.py writes them per scenario).
 _ONLY_IN: dict[str, tuple[Scenario, ...]] = {
     "loadgen.target_qps": (Scenario.SERVER,),
     "loadgen.latency_bound_ms": (Scenario.SERVER,),
@@ -242,7 +242,7 @@ def _human(seconds: float) -> str:
 def predict(config: RunConfig) -> tuple[int, float]:
     """LoadGen's query count and run length for these settings (an estimate).
 
-    Config floats are finite and rates bounded (``config.MAX_QPS``); integer keys have
+    Config floats are finite and rates bounded (``model.MAX_QPS``); integer keys have
     no upper bound, so the arithmetic is done in floats that may reach inf, never in
     a ``math.ceil`` of inf.
     """

@@ -2,7 +2,7 @@
 
 A ``RuleSet`` holds what the round fixes: seeds, per-scenario durations and query
 counts, latency bounds, and per-benchmark accuracy targets. ``fixed_settings``
-turns it into the first config layer of a run (see ``config``).
+turns it into the first config layer of a run (see ``loader``).
 """
 
 from __future__ import annotations

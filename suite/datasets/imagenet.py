@@ -4,7 +4,7 @@ The directory holds the validation JPEGs and ``val_map.txt``: one ``<file name>
 <label>`` line per image, labels 0-999 (``label_range``, from the model card). QSL
 index ``i`` is line ``i`` of ``val_map.txt`` (the official accuracy script,
 ``tools/accuracy-imagenet.py``, assumes the same order). The directory comes from
-``data.dataset_dir`` or ``SUITE_IMAGENET_DIR`` (resolved in ``config``).
+``data.dataset_dir`` or ``SUITE_IMAGENET_DIR`` (resolved in ``suite.config.loader``).
 
 Preprocessing (``preprocess``) runs once into the cache (``cache``); LoadGen's
 ``load`` then copies the requested crops from the memory map into RAM, subtracting

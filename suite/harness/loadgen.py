@@ -14,7 +14,7 @@ it enforces come from LoadGen's measured behaviour (measured on mlcommons-loadge
 * response data only has to live until ``QuerySamplesComplete`` returns (LoadGen
   copies logged payloads inside the call), and ``size`` is in bytes;
 * the trace log is off unless ``loadgen.enable_trace`` asks for it: it costs 12-31 %
-  throughput and is not valid JSON (``html_report`` reads its samples line by line).
+  throughput and is not valid JSON (``suite.reports.html`` reads its samples line by line).
 """
 
 from __future__ import annotations

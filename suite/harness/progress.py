@@ -2,7 +2,7 @@
 
 The child's heartbeat thread calls ``LiveEstimator.observe`` once per beat with counters
 the SUT already keeps (samples completed, ``issue_calls``) and the batches its workers
-finished since the last beat (``batch_stats.BatchTail``); nothing here runs on the hot
+finished since the last beat (``sut.batch_stats.BatchTail``); nothing here runs on the hot
 path. Each beat yields a ``LiveStatus``, sent to the parent as the heartbeat's ``live``
 field and shown on the progress line.
 

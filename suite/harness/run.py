@@ -1,6 +1,6 @@
 """``run(request)``: one benchmark run, step by step (what ``suite.api.run`` does).
 
-1. resolve the config (``config``) and the round's rules (``rules``);
+1. resolve the config (``suite.config.loader``) and the round's rules (``suite.config.rules``);
 2. verify the model file against its card (``models``: a user-supplied file that is
    not the reference model makes the run open division) and the backend's availability;
 3. open the dataset (``datasets``: preprocessing into its cache on first use, with

@@ -7,7 +7,7 @@ a confirming run last, and write them where ``suite run`` picks them up.
   (too high a hint makes LoadGen run out of generated queries).
 * Server: for each candidate ``max_batch_size``, ``max_wait_us`` is derived from the
   latency bound and the batch latency measured on the backend
-  (``server_policy.tuned_max_wait_us``: -1, derived at each run's warm-up, wherever the
+  (``sut.server_policy.tuned_max_wait_us``: -1, derived at each run's warm-up, wherever the
   run's policy would cap or pace the batches),
   then, for each candidate worker setup, a bisection finds the highest ``target_qps``
   that stays VALID

@@ -3,15 +3,17 @@
 Modules, in pipeline order:
 
 * ``card``: the LLM model card (``task = "text-generation"``) and its verification;
-* ``tokenizer`` and ``dataset``: the committed prompts/references and their token ids;
+* ``dataset``: the committed prompts/references, their char tokenizer and token ids;
 * ``generation``: the backend seam (``prefill``/``decode``/``release``) and the torch backend;
   ``backend``: its registry entry ``torch-llm`` (options: device, threads, batching);
 * ``batcher``: continuous batching over that seam (and the static baseline);
-* ``sut``: the LoadGen-facing SUT (``FirstTokenComplete``, ``n_tokens``); ``child``: how the
-  child process builds it; ``conf``: ``use_token_latencies`` and the TTFT/TPOT bounds;
+* ``conf``: ``use_token_latencies`` and the TTFT/TPOT bounds;
 * ``accuracy``: ROUGE and tokens per sample from the accuracy log; ``test06``: compliance;
-* ``run``: one LLM run end to end through the child process and LoadGen;
 * ``audit``: ``suite audit``'s recomputation of ROUGE from a bundle's full accuracy log.
+
+The run path lives in ``suite.harness.llm``: ``sut`` (the LoadGen-facing SUT:
+``FirstTokenComplete``, ``n_tokens``), ``child`` (how the child process builds it) and
+``run`` (one LLM run end to end through the child process and LoadGen).
 
 Nothing here imports torch or LoadGen at import time.
 """

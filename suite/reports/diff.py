@@ -13,7 +13,7 @@ Everything is read from what a run directory records, nothing is recomputed:
 
 A figure one side did not record (a FAILED test, an older result.json) is ``None``
 with no delta: a missing record is never read as "unchanged". A failed or interrupted
-test's figures are no measurement (see ``report``), so they are not compared either.
+test's figures are no measurement (see ``table``), so they are not compared either.
 
 Example::
 
@@ -43,7 +43,7 @@ REQUEST_SOURCE = "the run request"
 #: The source of a key one run's config.json does not hold (a suite version before the
 #: key existed); its value reads None.
 NOT_RECORDED = "not recorded"
-#: Test statuses whose figures are a measurement (as in ``report``).
+#: Test statuses whose figures are a measurement (as in ``table``).
 _MEASURED = (Status.VALID, Status.INVALID)
 
 

@@ -1,7 +1,7 @@
 """``suite report RUN... --html OUT``: one self-contained HTML page for finished runs.
 
 This module gathers what the runs recorded and hands it to the template
-(``html_report.html.j2``) and the plots (``report_plots``); it recomputes nothing:
+(``html_report.html.j2``) and the plots (``plots``); it recomputes nothing:
 
 * latency: LoadGen's percentile records from each performance test's
   ``mlperf_log_detail.txt`` (min, mean, p50 ... p99.9, max), the bound from the run's

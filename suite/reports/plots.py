@@ -1,7 +1,7 @@
 """The PNG figures of ``suite report --html``, as ``data:`` URIs.
 
 Each function draws what it is handed and computes no figure of its own: percentiles,
-bounds and per-query latencies come from LoadGen's records (``html_report`` reads them).
+bounds and per-query latencies come from LoadGen's records (``html`` reads them).
 matplotlib is imported on first use, with the file-only Agg backend (no display, no
 font cache surprises from an interactive backend).
 """

@@ -1,7 +1,7 @@
 """The JSON schemas of the suite's reports, generated from their pydantic models.
 
 ``python -m suite.schemas`` rewrites the committed ``*.schema.json`` files beside this
-module; ``tests/test_findings_schema.py`` fails when one differs from its model, so a
+module; ``tests/unit/schemas/test_findings_schema.py`` fails when one differs from its model, so a
 model change cannot ship without its schema (bump the model's schema_version with it).
 """
 

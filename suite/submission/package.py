@@ -133,7 +133,7 @@ def source_pointer(home: Path) -> dict[str, Any]:
 def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
                division: str, submitter: str, system: str,
                system_json: dict[str, Any], precision: Precision) -> dict[str, dict[str, Any]]:
-    """Write the tree under ``root`` (an empty staging dir: see ``package_safety``);
+    """Write the tree under ``root`` (an empty staging dir: see ``safety``);
     returns per-result extras for the predicate."""
     sub = rules.submission
     assert sub is not None

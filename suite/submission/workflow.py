@@ -1,7 +1,7 @@
 """``package`` (runs -> official tree -> check -> signed bundle) and ``sign`` (an existing
 tree) as library calls; ``suite package`` and ``suite sign`` only render their results.
 
-The helpers they orchestrate live in ``package`` (the tree), ``package_safety`` (names,
+The helpers they orchestrate live in ``package`` (the tree), ``safety`` (names,
 staging, placing) and ``bundle`` (the signature). Official packaging is not signed when
 the tree fails a rule (``signed`` is then False and ``bundle`` None); ``unofficial``
 signs it anyway, marked so in the predicate.

@@ -1,5 +1,7 @@
-"""``suite.api`` is the product: every command is a typed library call, usable with no
-CLI, and the whole flow (run, check, keygen, package, verify, audit) goes through it."""
+"""``suite.api`` is the product: the whole flow (run, check, keygen, package, verify,
+audit) goes through its typed library calls on a real run, with no CLI; and one run reads
+and resolves the round's rules once. Each command's call, without a run, is in
+tests/unit/core/test_api.py."""
 
 from __future__ import annotations
 

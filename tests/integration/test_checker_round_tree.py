@@ -2,7 +2,7 @@
 (datacenter, edge and both; closed and open; LLM and not; Interactive; TEST01/04/06/07/
 08/09; power) passes in strict and in compat mode, and each mutation the written rules
 forbid fails with its rule id, on the result it is about. The trees are built once per
-module from the round tables and real LoadGen logs (tests/round_tree_generator.py)."""
+module from the round tables and real LoadGen logs (tests/support/round_tree_generator.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Config layering, provenance, and bad-input errors (before any run)."""
+"""Bad config input, before any run: an unknown benchmark table in a user file names the
+closest benchmark, and each bad flag or value given to the real CLI exits 1 naming it,
+with nothing written under the runs directory. Layering and provenance are in
+tests/unit/config/test_loader.py."""
 
 from __future__ import annotations
 

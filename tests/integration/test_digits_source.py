@@ -1,6 +1,5 @@
-"""The digits data is read from scikit-learn's bundled file without importing
-scikit-learn (its import cost 2.5-3 s of every run, in the parent and in the child),
-and is exactly what ``load_digits`` returns."""
+"""The digits data read from scikit-learn's bundled file (without importing scikit-learn)
+is exactly what ``load_digits`` returns."""
 
 from __future__ import annotations
 

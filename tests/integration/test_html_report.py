@@ -1,7 +1,7 @@
 """``suite report RUN... --html OUT`` on real runs (real LoadGen, real tune probes): the
-page is parsed, every image is an embedded PNG, nothing points outside the file, and
-each section shows what the runs recorded (trace latencies, tune sweep, accuracy,
-config sources, INVALID explanations)."""
+page is self-contained (every image is an embedded PNG, nothing points outside the file),
+and a directory without result.json is one clear error, exit 1 and no page. What each
+section shows is in test_html_report_page.py."""
 
 from __future__ import annotations
 

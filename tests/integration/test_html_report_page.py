@@ -1,7 +1,6 @@
-"""``suite report RUN... --html OUT`` on real runs (real LoadGen, real tune probes): the
-page is parsed, every image is an embedded PNG, nothing points outside the file, and
-each section shows what the runs recorded (trace latencies, tune sweep, accuracy,
-config sources, INVALID explanations)."""
+"""``suite report RUN... --html OUT`` on real runs (real LoadGen, real tune probes), the page
+parsed section by section: each shows what the runs recorded (trace latencies, the latency
+table and bound, tune sweep, accuracy, config sources, INVALID explanations)."""
 
 from __future__ import annotations
 

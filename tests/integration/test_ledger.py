@@ -53,7 +53,8 @@ def _run(runs: Path, *args: str) -> Path:
 
 
 def _interrupted(runs: Path) -> Path:
-    """A real run stopped with Ctrl-C once LoadGen is running (as tests/test_faults.py)."""
+    """A real run stopped with Ctrl-C once LoadGen is running (as in
+    tests/integration/test_faults.py)."""
     before = set(runs.iterdir())
     proc = subprocess.Popen([sys.executable, "-m", "suite", "run", *LONG_SLOW, "--runs-dir",
                              str(runs)], cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,

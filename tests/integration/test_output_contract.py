@@ -1,9 +1,10 @@
-"""The backend output contract (suite/harness/output_contract.py): unit tests against the real
-model cards, then the contract through the real LoadGen with hostile backends.
+"""The backend output contract (suite/harness/output_contract.py) through the real LoadGen
+with hostile backends, in worker threads and in worker processes.
 
-The integration tests need the SUT to call ``OutputContract.check`` on every batch
-(suite/harness/sut/core.py and suite/harness/sut/workers.py); before that hook, each
-hostile run below ends VALID with exit 0, which is the bug they pin down.
+These tests need the SUT to call ``OutputContract.check`` on every batch
+(suite/harness/sut/core.py and suite/harness/sut/worker_loop.py); before that hook, each
+hostile run below ends VALID with exit 0, which is the bug they pin down. The unit tests
+against the real model cards are in tests/unit/harness/test_output_contract.py.
 """
 
 from __future__ import annotations

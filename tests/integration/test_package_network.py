@@ -1,7 +1,8 @@
 """The network division in packaging: decided by the runs' records (issue 16).
 
-Unit tests on recorded results, then one package of a real remote run (a real MLServer
-on loopback) into ``network/``, checked by ``suite check``.
+One package of a real remote run (a real MLServer on loopback) into ``network/``, checked
+by ``suite check``; the closed division is refused for it. The unit tests on recorded
+results are in tests/unit/submission/test_network.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """``suite package`` states only recorded facts and never deletes what it did not create:
 names that become paths are validated, the tree is staged and renamed into place, and
 measurements.json / calibration.md come from each run's backend record (issue 14, items
-2 and 8)."""
+2 and 8). Here through ``suite package`` on real quick runs; the helpers on recorded
+results are in tests/unit/submission/test_safety.py."""
 
 from __future__ import annotations
 

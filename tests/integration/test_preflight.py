@@ -1,5 +1,6 @@
-"""The pre-flight linter catches misspelled keys, unit slips, ignored and fixed
-overrides before any run starts; ``suite run`` stops on its errors."""
+"""``suite run`` stops on a pre-flight lint error before LoadGen starts: exit 1, the rule
+and the key it meant named, no run directory. The linter's findings are in
+tests/unit/config/test_preflight.py."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""The LoadGen-process side of Server worker processes: the ring's bookkeeping, and
-idle workers that sleep instead of polling.
+"""Server worker processes at rest: idle workers sleep instead of polling, wake for the
+next query, and exit on their own after a stop and drain.
 
-The workers run through the real LoadGen in test_integration and test_faults; the
-ring's tests start no process, so what the ring owes LoadGen can be asserted exactly
-above a recording completer. The idle tests start real worker processes (digits, the
-null backend) and read their CPU time from /proc.
+The tests start real worker processes (digits, the null backend) and read their CPU time
+from /proc. The ring's bookkeeping is in tests/unit/harness/sut/test_workers.py; the
+workers run through the real LoadGen in test_integration.py and test_faults.py.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""Live progress and early INVALID warnings (``suite.harness.progress``).
+"""Live progress and early INVALID warnings (``suite.harness.progress``) in real runs.
 
-Unit tests drive the estimator with a fake clock and made-up counters; the per-batch
-rings are read through ``BatchTail``; the runner's relay hands the child's ``live``
-figures to a progress callback. Then two Server runs through the real CLI and LoadGen
-with the simulated backend: one far past the ``slow-cpu`` profile's capacity (about
-1,000 samples/s, however fast this machine is) records its warnings in status.json and
-shows them on the progress line; a comfortable one (the ``digits-h100`` profile at
-200 QPS) records none. No assertion depends
-on this machine's speed.
+Two Server runs through the real CLI and LoadGen with the simulated backend: one far past
+the ``slow-cpu`` profile's capacity (about 1,000 samples/s, however fast this machine is)
+records its warnings in status.json and shows them on the progress line; a comfortable
+one (the ``digits-h100`` profile at 200 QPS) records none. No assertion depends on this
+machine's speed. The estimator's unit tests are in tests/unit/harness/test_progress.py.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""The simulated accelerator and the Server scheduler it exists to exercise.
+"""The simulated accelerator and the Server scheduler it exists to exercise, in runs.
 
-Unit tests of the backend (profiles, outputs, raw input, staging buffers, shape
-warming), of the batch-cost fit and cap, and of the batch record; then runs through
-the real CLI and LoadGen: a Server run records its batch sizes, never forms a batch
-above the derived cap, and a ResNet-50-shaped run stages raw uint8 pixels that the
-backend normalises "on the device". No assertion depends on this machine's speed.
+Through the real CLI and LoadGen: a Server run records its batch sizes and never forms a
+batch above the derived cap, worker processes place their calls on the LoadGen process's
+devices, and a ResNet-50-shaped run stages raw uint8 pixels that the backend normalises
+"on the device". No assertion depends on this machine's speed. The backend's unit tests
+are in tests/unit/backends/test_simulated.py.
 """
 
 from __future__ import annotations

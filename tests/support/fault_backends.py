@@ -124,7 +124,7 @@ class CachingBackend(SteadyBackend):
         return outputs
 
 
-# Output-contract breakers (tests/test_output_contract.py): each answers every batch,
+# Output-contract breakers (tests/integration/test_output_contract.py): each answers every batch,
 # at once, with outputs that numpy would postprocess without complaint.
 
 

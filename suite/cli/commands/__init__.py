@@ -1,6 +1,6 @@
 """Extra ``suite`` subcommands, one module per area, found at start-up.
 
-Each module here exposes ``COMMANDS: list[click.Command]``; ``cli`` adds them to the
+Each module here exposes ``COMMANDS: list[click.Command]``; ``app`` adds them to the
 ``suite`` group. A command module imports only click and the standard library at
 module level (heavy work is imported inside the command), so ``suite --help`` stays
 fast.

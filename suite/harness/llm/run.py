@@ -2,7 +2,7 @@
 
 The same path as ``suite.harness.run`` for the other benchmarks: the config and the
 round's rules, the card's weights verified, the dataset opened, then each LoadGen test in
-its own child process (``runner.run_in_child``; the child builds ``llm.sut``), accuracy
+its own child process (``runner.run_in_child``; the child builds its ``sut``), accuracy
 from LoadGen's accuracy log (ROUGE, tokens per sample), ``result.json``. Performance,
 TTFT/TPOT and tokens/s come only from LoadGen's detail log (``results``).
 

@@ -11,7 +11,7 @@ One dispatch strategy per scenario:
   until ``max_batch_size`` samples or its current wait have passed, splitting a query
   that does not fit; the wait adapts to the load between 0 and ``max_wait_us``. With
   ``sut.worker_model = "processes"`` the same policy runs in worker processes
-  (``process_workers``), and only issuing and completing stay in this process.
+  (``workers``), and only issuing and completing stay in this process.
 
 Every issued sample is either on the Server queue or recorded in the ``InflightTable``
 until it is completed, so no exception, hang or stop can leave LoadGen waiting:
@@ -238,7 +238,7 @@ class SystemUnderTest:
 
     def issue(self, ids: list[int], indices: list[int]) -> None:
         """Server and Offline; for INLINE dispatch ``__init__`` replaces it with
-        ``sut_inline.inline_issue``'s closure."""
+        ``inline.inline_issue``'s closure."""
         self.issue_calls += 1  # only LoadGen's issue thread writes it
         self.issued_samples += len(ids)
         try:
@@ -386,7 +386,7 @@ class SystemUnderTest:
 
 
     def _dynamic_worker(self) -> None:
-        server_worker(self)  # sut_server: the Server worker loop
+        server_worker(self)  # server.py: the Server worker loop
 
 def _unchecked(outputs: Any, n: int) -> None:
     """No output contract (a SUT built without a model card, in unit tests)."""

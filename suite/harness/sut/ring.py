@@ -1,5 +1,5 @@
 """The shared-memory ring between the LoadGen process and its Server worker processes
-(``process_workers``): the control words, the block's layout and the pipe's messages,
+(``workers``): the control words, the block's layout and the pipe's messages,
 the same arithmetic in every process."""
 
 from __future__ import annotations

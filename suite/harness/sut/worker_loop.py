@@ -1,4 +1,4 @@
-"""The worker side of Server worker processes (``process_workers``): build the backend,
+"""The worker side of Server worker processes (``workers``): build the backend,
 then claim batches from the ring, predict, write the responses back and say so on the
 pipe; sleep on the wake-up semaphore when idle; die with the LoadGen process."""
 

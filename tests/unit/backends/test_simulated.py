@@ -1,10 +1,9 @@
-"""The simulated accelerator and the Server scheduler it exists to exercise.
+"""The simulated accelerator and the Server scheduler it exists to exercise, in process.
 
 Unit tests of the backend (profiles, outputs, raw input, staging buffers, shape
-warming), of the batch-cost fit and cap, and of the batch record; then runs through
-the real CLI and LoadGen: a Server run records its batch sizes, never forms a batch
-above the derived cap, and a ResNet-50-shaped run stages raw uint8 pixels that the
-backend normalises "on the device". No assertion depends on this machine's speed.
+warming, the device timeline), of the batch-cost fit and cap, and of the batch record.
+The runs through the real CLI and LoadGen are in tests/integration/test_simulated.py.
+No assertion depends on this machine's speed.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Every rule id of ``suite check`` passes on a good tree and fails on a mutated one,
-on the right result; the JSON report validates against the published schema."""
+on the right result; the compat mode reproduces the official verdicts, and a checker bug
+or an unreadable log is reported as such. The JSON report through the CLI is in
+tests/integration/test_checker_rules.py."""
 
 from __future__ import annotations
 
@@ -34,8 +36,8 @@ RULESET = load_rules(find_paths(), "v6.1")
 NOT_FILE_RULES = {RuleId.CHECK_INTERNAL}
 
 
-#: Rules of models digits is not (LLMs, SDXL, power results): test_checker_round_tree
-#: gives each a passing and a failing tree of the whole round.
+#: Rules of models digits is not (LLMs, SDXL, power results): test_checker_round_tree and
+#: test_round_tree give each a passing and a failing tree of the whole round.
 ROUND_TREE_RULES = {RuleId.PERF_TOKEN_LATENCIES, RuleId.PERF_TOKEN_BOUNDS,
                     RuleId.ACC_EXTRA_FILES, RuleId.POWER_FILES, RuleId.POWER_LOGS,
                     RuleId.TREE_MODEL}

@@ -1,8 +1,8 @@
-"""``suite check`` on a whole generated round: every model and scenario of v6.0 and v6.1
-(datacenter, edge and both; closed and open; LLM and not; Interactive; TEST01/04/06/07/
-08/09; power) passes in strict and in compat mode, and each mutation the written rules
-forbid fails with its rule id, on the result it is about. The trees are built once per
-module from the round tables and real LoadGen logs (tests/round_tree_generator.py)."""
+"""``suite check`` on single results of a generated v6.0 round tree: a power result's
+files and logs, TEST01's fallback within the accuracy delta, open-division accuracy that is
+recorded but not enforced, and an LLM result stated in tokens per second. The trees come
+from the round tables and real LoadGen logs (tests/support/round_tree_generator.py); the
+whole round and its forbidden mutations are in tests/integration/test_checker_round_tree.py."""
 
 from __future__ import annotations
 

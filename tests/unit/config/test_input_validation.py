@@ -1,6 +1,9 @@
-"""Inputs the suite once accepted (or crashed on) and must refuse: each gets one line
-naming the file, key or value and what to do, and exit 1 from the CLI, before LoadGen
-starts. The CLI runs as a subprocess, as a user runs it."""
+"""Inputs the suite once accepted (or crashed on) and must refuse before any run: a run
+predicted to last beyond a week (unless forced or capped), a rate beyond one per
+nanosecond, a non-finite config float, a val_map label outside the card's range. Each
+refusal names the file, key or value and what to do. The library is called directly, and
+``suite lint`` runs as a subprocess; ``suite run`` refusing inputs before LoadGen starts
+is in tests/integration/test_input_validation.py."""
 
 from __future__ import annotations
 

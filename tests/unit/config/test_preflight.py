@@ -1,5 +1,6 @@
 """The pre-flight linter catches misspelled keys, unit slips, ignored and fixed
-overrides before any run starts; ``suite run`` stops on its errors."""
+overrides before any run starts (the library call). That ``suite run`` stops on its
+errors is in tests/integration/test_preflight.py."""
 
 from __future__ import annotations
 

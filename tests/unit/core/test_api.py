@@ -1,5 +1,7 @@
 """``suite.api`` is the product: every command is a typed library call, usable with no
-CLI, and the whole flow (run, check, keygen, package, verify, audit) goes through it."""
+CLI. Here, without a run: each command has its call (``suite.run`` is ``api.run``), and
+``lint`` and ``system`` return typed results. The whole flow (run, check, keygen, package,
+verify, audit) on a real run is in tests/integration/test_api.py."""
 
 from __future__ import annotations
 

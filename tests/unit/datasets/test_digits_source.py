@@ -1,6 +1,7 @@
 """The digits data is read from scikit-learn's bundled file without importing
-scikit-learn (its import cost 2.5-3 s of every run, in the parent and in the child),
-and is exactly what ``load_digits`` returns."""
+scikit-learn (its import cost 2.5-3 s of every run, in the parent and in the child):
+staging the digits split loads neither scikit-learn nor scipy. That the data is exactly
+what ``load_digits`` returns is in tests/integration/test_digits_source.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The run's lifecycle on the parent side, through real child processes and LoadGen:
-a long setup stays alive by its heartbeat, a setup that never ends is bounded, a
-performance test without LoadGen's verdict fails, an interrupted test shows no metric,
-and a full disk ends the run with one line and a consistent run directory."""
+"""The run's lifecycle on the parent side, before any LoadGen test: a runs directory that
+cannot be created is one line naming it and its errno, and the progress display shows the
+setup stage, then the rate. The lifecycle through real child processes and LoadGen is in
+tests/integration/test_lifecycle.py."""
 
 from __future__ import annotations
 

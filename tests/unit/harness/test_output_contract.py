@@ -1,9 +1,7 @@
 """The backend output contract (suite/harness/output_contract.py): unit tests against the real
-model cards, then the contract through the real LoadGen with hostile backends.
-
-The integration tests need the SUT to call ``OutputContract.check`` on every batch
-(suite/harness/sut/core.py and suite/harness/sut/workers.py); before that hook, each
-hostile run below ends VALID with exit 0, which is the bug they pin down.
+model cards (shapes, row counts, dtypes, non-finite scores, class indices, dynamic axes),
+checked on every batch. The contract through the real LoadGen with hostile backends is in
+tests/integration/test_output_contract.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Server rate search of ``suite tune`` (``Tuner._highest_valid``), above a fake probe
 that is VALID up to a known rate: which rates it asks for, where it stops, and the
-``--max-qps`` cap. The real-LoadGen flow is in test_tune.py."""
+``--max-qps`` cap. The real-LoadGen flow is in tests/integration/test_tune.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""TEST06 through the real LoadGen on tinylm: an honest SUT passes; one that reports a
-different first token, or more tokens than it produced, fails with the official lines."""
+"""TEST06's verdict on hand-made accuracy-log entries, with no LoadGen run: EOS padding
+and missing records fail, and the checker accepts our pass lines and only them. TEST06
+through the real LoadGen on tinylm is in tests/integration/test_llm_test06.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""``suite diff``: real runs (digits, null backend, the real LoadGen) that differ in one
-key, and the diff layer on edited copies of real run records (model, round, failed test,
-unreadable records)."""
+"""``suite diff``'s figures on their own: a number's delta (no relative change from 0,
+none against a missing figure) and LoadGen's percentile keys named as p99.9, p50. Real
+runs and edited copies of their records are in tests/integration/test_run_diff.py."""
 
 from __future__ import annotations
 

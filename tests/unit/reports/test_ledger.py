@@ -1,7 +1,7 @@
-"""The run ledger (`suite runs`) over real runs: VALID, INVALID, FAILED and INTERRUPTED
-attempts from real LoadGen runs, a corrupt result.json that is named and skipped, grouping
-by config digest with the best attempt marked, filters and --json; and the attempts a
-packaged bundle records, shown by `suite audit`."""
+"""The run ledger and the attempts record, without a run: the best attempt follows the
+metric's direction and prefers a VALID one; the audit reads a bundle's attempts only from
+the verified bytes and names an unreadable attempts record. The ledger over real runs
+(`suite runs`, `suite audit`) is in tests/integration/test_ledger.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The network division in packaging: decided by the runs' records (issue 16).
 
-Unit tests on recorded results, then one package of a real remote run (a real MLServer
-on loopback) into ``network/``, checked by ``suite check``.
+Unit tests on recorded results: the records decide the division and fill the network
+fields they know; the user fills the rest. One package of a real remote run is in
+tests/integration/test_package_network.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The SUT's dispatch, batching and failure handling, above a fake completer.
 
-LoadGen itself is exercised in test_integration/test_faults; here the completion
-layer is a recorder so that batching decisions can be asserted exactly.
+LoadGen itself is exercised in tests/integration (test_integration.py, test_faults.py);
+here the completion layer is a recorder so that batching decisions can be asserted exactly.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from suite.scenarios import Scenario
 
 
 class RecordingCompleter:
-    """Stands in for ``loadgen.Completer``: records what would be completed."""
+    """Stands in for ``suite.harness.loadgen.Completer``: records what would be completed."""
 
     dtype = np.dtype(np.int32)
     row_nbytes = 4

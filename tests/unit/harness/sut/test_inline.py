@@ -1,10 +1,10 @@
-"""SingleStream's shortest path (suite/harness/sut/core.py ``_inline_issue``): the lock-free inline
-registration, the class index written into the completion payload, and the output
+"""SingleStream's shortest path (suite/harness/sut/inline.py ``inline_issue``): the lock-free
+inline registration, the class index written into the completion payload, and the output
 contract's per-batch fast path.
 
 ``QuerySamplesComplete`` is replaced by a recorder that reads each response's bytes
 from its address, as LoadGen does: the layer below the completer, faked only here
-(the real LoadGen runs these paths in test_integration).
+(the real LoadGen runs these paths in tests/integration/test_integration.py).
 """
 
 from __future__ import annotations

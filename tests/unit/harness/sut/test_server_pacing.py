@@ -1,6 +1,6 @@
 """Server batch pacing: the interval the policy derives, the pacer that hands out
 dispatch times and the queue's fill honouring them (the record a run leaves is asserted
-in tests/test_simulated.py, on the same LoadGen run as the cap)."""
+in tests/integration/test_simulated.py, on the same LoadGen run as the cap)."""
 
 from __future__ import annotations
 

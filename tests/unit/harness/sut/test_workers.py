@@ -1,10 +1,10 @@
 """The LoadGen-process side of Server worker processes: the ring's bookkeeping, and
-idle workers that sleep instead of polling.
+worker processes refused outside Server.
 
-The workers run through the real LoadGen in test_integration and test_faults; the
-ring's tests start no process, so what the ring owes LoadGen can be asserted exactly
-above a recording completer. The idle tests start real worker processes (digits, the
-null backend) and read their CPU time from /proc.
+The ring's tests start no process, so what the ring owes LoadGen can be asserted exactly
+above a recording completer. Idle worker processes are in
+tests/integration/test_process_workers.py; the workers run through the real LoadGen in
+tests/integration/test_integration.py and test_faults.py.
 """
 
 from __future__ import annotations
