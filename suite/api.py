@@ -33,14 +33,15 @@ if TYPE_CHECKING:
     from suite.audit.report import AuditReport
     from suite.checker.findings import CheckReport
     from suite.harness.tune import TuneReport
+    from suite.llm.export import ExportCheck
     from suite.models import ModelCard
     from suite.serve.launcher import Replica
     from suite.submission.bundle.verify import Verification
 
-__all__ = ["EXIT_CODES", "ConfigRequest", "PackageResult", "SignResult", "SystemDescription",
-           "TuneOptions", "audit", "check", "first_exited", "keygen", "lint", "package",
-           "prepare", "run", "serve", "serve_card", "sign", "system", "tune", "verify",
-           "write_serving_files"]
+__all__ = ["EXIT_CODES", "ConfigRequest", "ExportResult", "PackageResult", "SignResult",
+           "SystemDescription", "TuneOptions", "audit", "check", "export", "first_exited",
+           "keygen", "lint", "package", "prepare", "run", "serve", "serve_card", "sign",
+           "system", "tune", "verify", "write_serving_files"]
 
 
 def check(path: Path, round_name: str | None = None, *, compat_official: bool = False,
@@ -197,6 +198,35 @@ def keygen(out_dir: Path | None = None, *, prompt: Callable[[], str] | None = No
 
 
 # -- serve: the reference model on MLServer replicas, or the files that serve it elsewhere
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What ``export`` wrote, and how the exported model compared with ours (None: the
+    comparison was not asked for, and ``export.json`` says it was not made)."""
+
+    files: list[Path]
+    verification: ExportCheck | None
+
+
+def export(benchmark: str, out_dir: Path, *, fmt: str = "hf", verify_samples: int = 16,
+           force: bool = False, paths: Paths | None = None) -> ExportResult:
+    """Export an LLM card's model for a real engine (``hf``: Hugging Face GPT-2 layout),
+    then check the exported model's greedy outputs against ours on ``verify_samples``
+    prompts (0: no check)."""
+    from suite.llm.card import is_llm_benchmark, load_llm_card
+    from suite.llm.export import FORMATS, export_hf, verify_hf
+
+    paths = paths or find_paths()
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown export format '{fmt}'", hint=f"choose {', '.join(FORMATS)}")
+    if not is_llm_benchmark(paths, benchmark):
+        raise ConfigError(f"benchmark '{benchmark}' is not a text-generation card",
+                          hint="export applies to LLM benchmarks (tinylm)")
+    card = load_llm_card(paths, benchmark)
+    files = export_hf(card, out_dir, force=force)
+    verification = verify_hf(card, out_dir, verify_samples) if verify_samples > 0 else None
+    return ExportResult(files, verification)
 
 
 def serve_card(benchmark: str, model_path: Path | None = None,

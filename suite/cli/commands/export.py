@@ -1,0 +1,42 @@
+"""``suite export``: an LLM card's model in the layout a real engine serves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("export")
+@click.argument("benchmark")
+@click.argument("out_dir", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["hf"]), default="hf", show_default=True,
+              help="hf: a Hugging Face GPT-2 directory (vLLM, transformers serve, ...)")
+@click.option("--verify-samples", type=click.IntRange(min=0), default=16, show_default=True,
+              help="compare the exported model's greedy outputs with ours on this many "
+              "prompts (needs transformers; 0: do not compare)")
+@click.option("--force", is_flag=True, help="replace a previous export in OUT_DIR")
+def export_command(benchmark: str, out_dir: Path, fmt: str, verify_samples: int,
+                   force: bool) -> int:
+    """Write BENCHMARK's model to OUT_DIR for a real engine, and check it against ours.
+
+    Exit 0 when every compared prompt gives the same tokens, 2 when one differs."""
+    from suite.api import export
+
+    result = export(benchmark, out_dir, fmt=fmt, verify_samples=verify_samples, force=force)
+    click.echo(f"exported {benchmark} ({fmt}) to {out_dir}: "
+               + ", ".join(p.name for p in result.files))
+    check = result.verification
+    if check is None:
+        click.echo("not compared with the in-process model (--verify-samples 0)", err=True)
+        return 0
+    click.echo(f"greedy outputs equal on {check.equal} of {check.samples} prompts "
+               f"({check.fraction:.0%}); largest logit difference {check.max_logit_diff:.2e}")
+    if check.equal != check.samples:
+        click.echo(f"the exported model differs from ours first on prompt "
+                   f"{check.first_mismatch}", err=True)
+        return 2
+    return 0
+
+
+COMMANDS: list[click.Command] = [export_command]
