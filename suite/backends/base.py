@@ -72,6 +72,16 @@ class RawInput:
     layout: str
 
 
+def importable(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it (a dotted name imports its
+    parent package only). ``find_spec`` raises, rather than answering, when the parent of
+    a dotted name is missing (``tritonclient.grpc`` without ``tritonclient``)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ModuleNotFoundError, ValueError):
+        return False
+
+
 @runtime_checkable
 class Backend(Protocol):
     """One model, one ``predict`` per batch. See the module docstring."""
@@ -145,7 +155,7 @@ class BackendBase:
     @classmethod
     def unavailable_reason(cls) -> str | None:
         """Why this backend cannot run here, or ``None`` if it can (imports nothing)."""
-        missing = [req for module, req in cls.requires if importlib.util.find_spec(module) is None]
+        missing = [req for module, req in cls.requires if not importable(module)]
         reasons = []
         if missing:
             reasons.append(f"missing package(s) {', '.join(missing)}: install with "
