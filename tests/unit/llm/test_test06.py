@@ -30,6 +30,24 @@ def test_eos_padding_and_missing_records_fail() -> None:
     assert not verify_entries([], offline=True, eos_id=0).passed  # nothing logged: no pass
 
 
+@pytest.mark.parametrize("offline", [False, True])
+def test_no_logged_sample_fails_every_check_in_the_file(offline: bool) -> None:
+    verdict = verify_entries([], offline=offline, eos_id=0)
+    assert not verdict.passed and verdict.samples == 0
+    lines = verdict.lines()
+    assert "EOS check pass: False" in lines and "Sample length check pass: False" in lines
+    assert ("First token check pass: Skipped" if offline
+            else "First token check pass: False") in lines
+    assert lines[-1] == "TEST06 verification failed"
+
+
+def test_one_honest_sample_passes_and_a_wrong_count_fails() -> None:
+    assert verify_entries([_entry([7], [7], 1)], offline=False, eos_id=0).passed
+    wrong = verify_entries([_entry([5, 6, 0], [5], 4)], offline=False, eos_id=0)
+    assert not wrong.length and not wrong.passed
+    assert "token_count 4 != 3 output tokens" in wrong.evidence[0]
+
+
 def test_the_checker_accepts_our_pass_lines_and_only_them() -> None:
     from suite.config.rules import load_rules
     from suite.llm.test06 import Test06Verdict
@@ -47,4 +65,6 @@ def test_the_checker_accepts_our_pass_lines_and_only_them() -> None:
     assert accepted(Test06Verdict(None, True, True, 100, []))  # Offline: first token skipped
     assert not accepted(Test06Verdict(False, True, True, 100, []))
     assert not accepted(Test06Verdict(True, True, False, 100, []))
+    # nothing logged: the file must not read as a pass (Offline skips the first token)
+    assert not accepted(verify_entries([], offline=True, eos_id=0))
 
