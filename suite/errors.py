@@ -13,6 +13,7 @@ once and maps it to exit code 1; nothing below the CLI calls ``sys.exit``.
     ├── RunFailed            a LoadGen test started but did not finish cleanly
     ├── TuneFailed           ``suite tune`` found no VALID setting, or a probe failed
     ├── BundleError          a bundle or its envelope is malformed or refused
+    ├── InputTooLarge        a file the user named is larger than such a file can be
     │   └── EnvelopeError    (suite.submission.bundle.dsse) also a ValueError
     ├── KeyFileError         (suite.submission.bundle.keys) a signing key is missing or unreadable
     ├── PackageError         (suite.submission.safety) a name, path or run cannot be packaged
@@ -75,6 +76,12 @@ class RunFailed(SuiteError):
 
 class TuneFailed(SuiteError):
     """``suite tune`` found no VALID setting, or one of its probe runs failed."""
+
+
+class InputTooLarge(SuiteError):
+    """A file the user named (a key, a config, a card) is larger than its kind can be:
+    read up to a cap, never whole (``suite.paths.read_limited``), so that ``/dev/zero``
+    or a wrong path ends in one line instead of filling the memory."""
 
 
 class BundleError(SuiteError):

@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.errors import ConfigError
+from suite.errors import ConfigError, InputTooLarge
 
 APP = "infersuite"
 PACKAGE_DATA = Path(__file__).resolve().parent / "_data"
@@ -124,3 +124,22 @@ def find_paths(home: Path | None = None) -> Paths:
 def _require(home: Path, hint: str) -> None:
     if not (home / "run_rules").is_dir():
         raise ConfigError(f"no run_rules/ directory under {home}", hint=hint)
+
+
+#: Caps on the files a user names, far above any real one of its kind.
+KEY_FILE_LIMIT = 64 << 10
+CONFIG_FILE_LIMIT = 4 << 20
+
+
+def read_limited(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of ``path`` (a ``what`` the user named), refused past ``limit`` bytes.
+
+    Reads at most ``limit + 1`` bytes, so an endless file (``/dev/zero``, a FIFO) ends
+    too. ``OSError`` is the caller's to word (missing, a directory, no access).
+    """
+    with path.open("rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputTooLarge(f"{path} is larger than a {what} can be ({limit:,} bytes)",
+                            hint=f"check the path: it should name a {what}")
+    return data

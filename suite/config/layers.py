@@ -17,6 +17,7 @@ from typing import Any
 from suite.backends import BUILTIN, backend_class
 from suite.config.model import DataConfig, LoadGenConfig, SutConfig
 from suite.errors import ConfigError
+from suite.paths import CONFIG_FILE_LIMIT, read_limited
 from suite.scenarios import Scenario
 
 Layer = tuple[str, dict[str, Any]]
@@ -88,7 +89,8 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is a directory",
                           hint="name a TOML file, e.g. --config my_settings.toml")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_limited(path, CONFIG_FILE_LIMIT, "config file")
+                             .decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
     except UnicodeDecodeError as exc:

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import difflib
 import math
-import tomllib
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from suite.config.layers import KEYS_HINT, KnownKeys, flatten, parse_set
+from suite.config.layers import KEYS_HINT, KnownKeys, flatten, parse_set, read_toml
 from suite.config.loader import ConfigRequest, load_config
 from suite.config.model import RunConfig
 from suite.config.rules import RuleSet
@@ -93,8 +92,8 @@ def _user_layers(request: ConfigRequest) -> list[tuple[str, dict[str, Any]]]:
     layers: list[tuple[str, dict[str, Any]]] = []
     if request.config_file is not None:
         try:
-            data = tomllib.loads(request.config_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
+            data = read_toml(request.config_file)
+        except SuiteError:
             return layers  # load_config reports it as LINT-CONFIG
         for section in ("benchmarks", "scenarios"):
             tables = data.pop(section, None)

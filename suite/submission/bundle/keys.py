@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives import serialization as ser
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from suite.errors import SuiteError
+from suite.paths import KEY_FILE_LIMIT, read_limited
 
 PASSPHRASE_ENV = "SUITE_KEY_PASSPHRASE"
 PRIVATE_NAME = "signing.key"
@@ -80,7 +81,7 @@ def _key_bytes(path: Path, kind: str) -> bytes:
         raise KeyFileError(f"{path} is a directory, not a {kind} key file",
                            hint=f"give the key file itself, e.g. {example}")
     try:
-        return path.read_bytes()
+        return read_limited(path, KEY_FILE_LIMIT, f"{kind} key file")
     except FileNotFoundError:
         raise KeyFileError(f"no {kind} key at {path}",
                            hint="create one with `suite keygen`" if kind == "private" else "")\
