@@ -17,6 +17,9 @@ from suite.scenarios import Mode, Scenario
 #: more than any accelerator holds; a larger value is a typo (an extra digit or two),
 #: and it would size the SUT's staging buffers before anything else could fail.
 MAX_BATCH_SIZE = 65_536
+#: Worker threads or processes: far above what any machine runs well (2,000 on two cores
+#: did not finish a 1 s test in 90 s); the linter warns well below it.
+MAX_WORKERS = 256
 #: The highest query rate a config may ask for: one query per nanosecond, the
 #: resolution of LoadGen's clock. A higher rate cannot be scheduled, and LoadGen would
 #: size its query schedule from it before the run could fail.
@@ -64,7 +67,8 @@ class SutConfig(_Section):
         default=True, description="Server, with max_wait_us = -1: space batches evenly "
         "across workers, at an interval derived at warm-up from the batch latency, the "
         "workers and target_qps (keeps workers from bunching behind a large fixed cost)")
-    workers: int = Field(default=1, ge=1, description="worker threads (Offline, Server)")
+    workers: int = Field(default=1, ge=1, le=MAX_WORKERS,
+                         description="worker threads (Offline, Server)")
     worker_model: Literal["threads", "processes"] = Field(
         default="threads", description="Server: workers as threads, or as processes with "
         "their own interpreters (the LoadGen process keeps only issuing and completing)")

@@ -9,6 +9,8 @@
 * ``LINT-IGNORED`` (warning): an override LoadGen ignores in this scenario;
 * ``LINT-FIXED`` (warning): an override of a value the round fixes: the run will not
   be submittable, said up front;
+* ``LINT-WORKERS`` (warning): more SUT workers than ``WORKERS_PER_CORE`` per CPU core,
+  which only contend (``suite tune`` finds the count that serves best);
 * ``LINT-DURATION`` (error; a warning when forced): a performance test predicted to
   last longer than ``MAX_PREDICTED_S`` (7 days).
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,6 +65,10 @@ _UNIT_SLIPS: list[tuple[str, float, str, float]] = [
 
 
 LINT_SCHEMA_VERSION = 1
+
+
+#: More SUT workers than this per CPU core draws LINT-WORKERS.
+WORKERS_PER_CORE = 8
 
 
 def _finding(rule: str, severity: str, key: str, source: str, message: str,
@@ -185,6 +192,14 @@ def _inspect(config: RunConfig, report: LintReport, forced: bool = False) -> Non
         report.findings.append(_finding(
             "LINT-FIXED", "warning", key, config.provenance.get(key, ""),
             f"not submittable: {reason}", "remove the override for a submittable run"))
+    cores = os.cpu_count() or 1
+    if config.sut.workers > WORKERS_PER_CORE * cores:
+        report.findings.append(_finding(
+            "LINT-WORKERS", "warning", "sut.workers",
+            config.provenance.get("sut.workers", ""),
+            f"sut.workers = {config.sut.workers} on {cores} CPU core(s): more than "
+            f"{WORKERS_PER_CORE} per core only contend for them",
+            f"use at most {WORKERS_PER_CORE * cores}; `suite tune` finds the best count"))
     report.predicted_queries, report.predicted_seconds = predict(config)
     _check_length(config, report, forced)
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from suite.config import preflight
 from suite.config.loader import ConfigRequest
 from suite.config.preflight import lint
 from suite.paths import find_paths
@@ -39,3 +42,14 @@ def test_ignored_override_and_clean_config() -> None:
                                                   sets=["loadgen.target_qps=5.0"]))
     assert _rules(ConfigRequest(scenario="server")) == {}
 
+
+
+def test_more_workers_than_the_cores_serve_is_flagged_and_an_absurd_count_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preflight.os, "cpu_count", lambda: 2)
+    found = _rules(ConfigRequest(sets=["sut.workers=17"]))
+    assert found["LINT-WORKERS"] == "use at most 16; `suite tune` finds the best count"
+    assert "LINT-WORKERS" not in _rules(ConfigRequest(sets=["sut.workers=16"]))
+    report = lint(ConfigRequest(sets=["sut.workers=2000"]), find_paths())
+    [error] = report.errors  # issue 28: 2,000 workers on 2 cores never finished a 1 s test
+    assert error.rule == "LINT-CONFIG" and "less than or equal to 256" in error.message
