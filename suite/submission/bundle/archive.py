@@ -19,7 +19,7 @@ import tarfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
 from suite.errors import BundleError
 from suite.models import sha256_file
@@ -87,11 +87,54 @@ def _unsafe(name: str) -> str | None:
     return None
 
 
+class _Trailing(Exception):
+    """Bytes after the signed archive: outside what the signature covers."""
+
+
+class _OneGzipStream(io.RawIOBase):
+    """The decompressed bytes of exactly one gzip stream. Its CRC-32 and length are
+    checked at its end (``zlib``), a stream cut off before its end is an ``EOFError``,
+    and any byte after it (a second gzip stream appended) is ``_Trailing``."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__()
+        self._raw = raw
+        self._zlib = zlib.decompressobj(wbits=31)  # 31: gzip wrapper, checked
+        self._buffer = b""
+        self._trailing = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        while not self._buffer:
+            if self._zlib.eof:
+                # Said where the reader reaches the end, once the signed part is read.
+                if self._trailing:
+                    raise _Trailing("bytes after the end of the gzip stream (a second "
+                                    "stream or appended data) are not covered by the "
+                                    "signature")
+                return 0
+            data = self._zlib.unconsumed_tail or self._raw.read(1 << 16)
+            if not data:
+                raise EOFError("the gzip stream is cut off before its end")
+            # bounded output per call: a small file cannot inflate into memory at once
+            self._buffer = self._zlib.decompress(data, 1 << 20)
+            if self._zlib.eof:
+                self._trailing = bool(self._zlib.unused_data or self._raw.read(1))
+        count = min(len(target), len(self._buffer))
+        target[:count] = self._buffer[:count]
+        self._buffer = self._buffer[count:]
+        return count
+
+
 def read_archive(path: Path) -> ArchiveContents:
     """Stream the members of ``path``; never extracts, never follows links.
 
     The whole file is read in one pass, to the end of the gzip stream, so a cut-off
-    or corrupted gzip trailer (CRC-32 and length) is a problem, not a silent pass.
+    or corrupted gzip trailer (CRC-32 and length) is a problem, not a silent pass; so is
+    anything after the archive: a tar member past the end-of-archive marker, or a second
+    gzip stream appended, which a reader could see but the signature does not cover.
     """
     found = ArchiveContents()
     try:
@@ -103,7 +146,7 @@ def read_archive(path: Path) -> ArchiveContents:
     with raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
-        source: IO[bytes] = (gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+        source: IO[bytes] = (io.BufferedReader(_OneGzipStream(raw))
                              if gzipped else raw)
         try:
             tar = tarfile.open(fileobj=source, mode="r|")  # noqa: SIM115 - closed below
@@ -115,8 +158,15 @@ def read_archive(path: Path) -> ArchiveContents:
             with tar:
                 for member in tar:
                     _member(tar, member, found)
-            while source.read(1 << 20):  # to the end: gzip checks its CRC-32 and length
-                pass
+            # To the end: the gzip stream's CRC-32 and length are checked there, and past
+            # tar's end-of-archive marker only its zero padding may follow.
+            while chunk := source.read(1 << 20):
+                if chunk.count(0) != len(chunk):
+                    raise _Trailing("data after the tar archive's end-of-archive marker is "
+                                    "not covered by the signature")
+        except _Trailing as exc:
+            found.unreadable = f"{path.name}: {exc}"
+            found.problems.append(found.unreadable)
         except (OSError, tarfile.TarError, EOFError, zlib.error) as exc:
             found.unreadable = f"{path.name}: corrupt archive ({exc})"
             found.problems.append(found.unreadable)

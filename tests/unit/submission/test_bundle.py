@@ -56,3 +56,54 @@ def test_a_private_key_is_never_bundled(tmp_path: Path) -> None:
     keys.generate(tree / "oops", b"pw", forbidden=[])
     with pytest.raises(SuiteError, match="private key"):
         sign_tree(tree, tmp_path / "b.tar.gz", Ed25519PrivateKey.generate(), {})
+
+
+def _archive(tmp_path: Path) -> tuple[Path, bytes]:
+    """A small deterministic bundle archive, and its tar (uncompressed) bytes."""
+    import gzip
+
+    out = tmp_path / "b.tar.gz"
+    write_archive(out, {"a.txt": b"alpha", "d/b.txt": b"beta"})
+    return out, gzip.decompress(out.read_bytes())
+
+
+def test_an_intact_archive_reads_whole_with_no_problem(tmp_path: Path) -> None:
+    out, _ = _archive(tmp_path)
+    found = read_archive(out)
+    assert found.problems == [] and found.unreadable is None
+    assert sorted(found.digests) == ["a.txt", "d/b.txt"]
+
+
+def test_a_second_gzip_stream_appended_is_refused(tmp_path: Path) -> None:
+    import gzip
+
+    out, _ = _archive(tmp_path)
+    out.write_bytes(out.read_bytes() + gzip.compress(b"unsigned"))
+    found = read_archive(out)
+    assert found.unreadable and "after the end of the gzip stream" in found.unreadable
+    assert sorted(found.digests) == ["a.txt", "d/b.txt"]  # the signed part still reads
+
+
+def test_a_tar_member_after_the_end_of_archive_marker_is_refused(tmp_path: Path) -> None:
+    import gzip
+    import io
+    import tarfile
+
+    out, tar_bytes = _archive(tmp_path)
+    extra = io.BytesIO()
+    with tarfile.open(fileobj=extra, mode="w") as tar:
+        info = tarfile.TarInfo("hidden.txt")
+        info.size = 6
+        tar.addfile(info, io.BytesIO(b"hidden"))
+    out.write_bytes(gzip.compress(tar_bytes + extra.getvalue()))
+    found = read_archive(out)
+    assert found.unreadable and "after the tar archive's end-of-archive marker" in \
+        found.unreadable
+    assert "hidden.txt" not in found.digests
+
+
+def test_a_cut_off_gzip_stream_is_corrupt(tmp_path: Path) -> None:
+    out, _ = _archive(tmp_path)
+    out.write_bytes(out.read_bytes()[:-4])  # the length field of the trailer is gone
+    found = read_archive(out)
+    assert found.unreadable and "corrupt archive" in found.unreadable
