@@ -34,6 +34,9 @@ class Check(Finding):
     step: int
     name: str
     passed: bool
+    #: rule failures this check accepted because the bundle is UNOFFICIAL and declared
+    #: exactly these (step 2): the bundle is not valid, and the verdict says so
+    known_errors: int = 0
 
 
 class Attempt(BaseModel):
@@ -91,11 +94,29 @@ class AuditReport(BaseModel):
         return bool(self.checks) and all(c.passed for c in self.checks) and (
             self.stopped_at is None)
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def known_errors(self) -> int:
+        """Rule failures the checks accepted as declared by an UNOFFICIAL bundle."""
+        return sum(c.known_errors for c in self.checks)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def verdict(self) -> str:
+        """The last line the CLI prints, in the JSON too."""
+        return verdict_line(self)
+
+    @property
+    def exit_code(self) -> int:
+        """0 only for a clean pass: a failed check, or a pass that accepted an unofficial
+        bundle's known errors (the bundle is not valid), is 2."""
+        return 0 if self.passed and not self.known_errors else 2
+
     def add(self, step: int, name: str, passed: bool, evidence: list[str],
-            result: str | None = None) -> Check:
+            result: str | None = None, known_errors: int = 0) -> Check:
         check = Check(rule=f"AUDIT-{step}", severity=Severity.INFO if passed else Severity.ERROR,
                       message=f"{name}: {result}" if result else name, step=step, name=name,
-                      passed=passed, evidence=evidence, found=result,
+                      passed=passed, evidence=evidence, found=result, known_errors=known_errors,
                       result=result)  # ``result``: the audit's JSON key since v1
         self.checks.append(check)
         return check
@@ -167,9 +188,14 @@ def _metric(metric: Any) -> dict[str, Any]:
 
 
 def verdict_line(report: AuditReport) -> str:
-    """The final line: the verdict, and UNOFFICIAL whenever the bundle says so."""
+    """The final line: the verdict, and UNOFFICIAL whenever the bundle says so. A pass
+    that accepted an unofficial bundle's declared rule failures says how many."""
     verdict = "PASSED" if report.passed else (
         f"FAILED (stopped at step {report.stopped_at})" if report.stopped_at else "FAILED")
+    if report.passed and report.known_errors:
+        verdict = (f"PASSED with {report.known_errors} known error(s) of an unofficial "
+                   "bundle (declared when it was packaged, found again by the re-check; "
+                   "the bundle is not valid)")
     label = "UNOFFICIAL bundle: " if report.unofficial else ""
     return (f"{label}audit {verdict}: {sum(c.passed for c in report.checks)}/"
             f"{len(report.checks)} checks passed")
@@ -185,13 +211,19 @@ def render(report: AuditReport) -> Any:
         table.add_column(column, overflow="fold")
     for check in report.checks:
         table.add_row(str(check.step), Text(check.name), Text(check.found or "-"),
-                      Text("PASS" if check.passed else "FAIL",
-                           style="green" if check.passed else "red"),
+                      Text(_mark(check), style="green" if check.passed and
+                           not check.known_errors else "yellow" if check.passed else "red"),
                       Text("\n".join(check.evidence[:6])))
     report.read_attempts()
     if report.attempts is None:
         return table
     return Group(table, render_attempts(report.attempts))
+
+
+def _mark(check: Check) -> str:
+    if not check.passed:
+        return "FAIL"
+    return f"PASS with {check.known_errors} known error(s)" if check.known_errors else "PASS"
 
 
 def render_attempts(records: list[ResultAttempts]) -> Any:

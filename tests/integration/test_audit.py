@@ -72,8 +72,12 @@ def _resign(files: dict[str, Path], tmp: Path, edit: object) -> Path:
 def test_an_honest_bundle_passes_every_step(bundle: dict[str, Path], tmp_path: Path) -> None:
     code, report = _audit(bundle["bundle"], bundle["pub"], tmp_path, "--rerun", "all",
                           *TOLERANCE, "--sign", str(bundle["key"]), **PASS)
-    assert code == 0, [c for c in report["checks"] if not c["passed"]]
-    assert report["passed"] and not _failed(report)
+    assert report["passed"] and not _failed(report), _failed(report)
+    # Quick runs packaged --unofficial: the tree breaks rules the bundle declared, and the
+    # audit says so in its last line and its exit code (issue 28: it read as a clean pass).
+    assert report["known_errors"] > 0 and code == 2
+    assert report["verdict"].startswith("UNOFFICIAL bundle: audit PASSED with "
+                                        f"{report['known_errors']} known error(s)")
     steps = {c["step"] for c in report["checks"]}
     assert steps == {1, 2, 3, 4, 5, 6}  # every step ran
     assert len(report["reran"]) == 2  # and the report says which results were replayed

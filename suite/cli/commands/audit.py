@@ -26,7 +26,8 @@ import click
 def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: float,
                   runs_dir: Path | None, as_json: bool, out: Path | None,
                   sign_key: Path | None) -> int:
-    """Audit a signed bundle: exit 0 when every check passes, 2 when one fails."""
+    """Audit a signed bundle: exit 0 when every check passes cleanly, 2 when one fails or
+    when a pass accepted an unofficial bundle's known rule failures."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -49,7 +50,7 @@ def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: 
     else:
         Console(width=None if sys.stdout.isatty() else 160).print(render(report))
     err.print(escape(verdict_line(report)))
-    return 0 if report.passed else 2
+    return report.exit_code
 
 
 COMMANDS = [audit_command]

@@ -19,13 +19,27 @@ def _report(*passed: bool, stopped_at: int | None = None,
 
 def test_every_check_passing_is_a_pass() -> None:
     report = _report(True, True, True)
-    assert report.passed
+    assert report.passed and report.exit_code == 0
     assert verdict_line(report) == "audit PASSED: 3/3 checks passed"
+    assert report.to_dict()["verdict"] == verdict_line(report)  # the JSON says the same
+
+
+def test_a_pass_that_accepted_an_unofficial_bundles_errors_says_so_and_exits_2() -> None:
+    report = AuditReport(bundle="b.tar.gz", bundle_sha256="0" * 64, unofficial=True)
+    report.add(1, "signature and file list", True, [])
+    report.add(2, "suite check on the tree", True, [], "20 error(s)", known_errors=20)
+    assert report.passed and report.known_errors == 20 and report.exit_code == 2
+    line = verdict_line(report)
+    assert line.startswith("UNOFFICIAL bundle: audit PASSED with 20 known error(s) of an "
+                           "unofficial bundle")
+    assert line.endswith("2/2 checks passed")
+    data = report.to_dict()
+    assert (data["known_errors"], data["verdict"]) == (20, line)
 
 
 def test_one_failed_check_fails_the_audit() -> None:
     report = _report(True, False, True)
-    assert not report.passed
+    assert not report.passed and report.exit_code == 2
     assert verdict_line(report) == "audit FAILED: 2/3 checks passed"
 
 
