@@ -83,14 +83,18 @@ def verify(bundle: Path, public_key: Path) -> Verification:
 def audit(bundle: Path, public_key: Path, *, rerun: str | None = None,
           tolerance: float = 0.02, runs_dir: Path | None = None,
           say: Callable[[str], None] = lambda message: None,
-          paths: Paths | None = None) -> AuditReport:
-    """Verify, re-check, recompute and (``rerun``) replay a signed bundle's claims."""
+          paths: Paths | None = None, allow_backends: tuple[str, ...] = ()) -> AuditReport:
+    """Verify, re-check, recompute and (``rerun``) replay a signed bundle's claims.
+
+    A replay runs the suite's own backends only, and any ``module:Class`` backend the
+    auditor lists in ``allow_backends``: never code a bundle merely names."""
     from suite.audit import audit as run_audit
 
     paths = paths or find_paths()
     with tempfile.TemporaryDirectory(prefix="suite-audit-") as work:
         return run_audit(bundle, public_key, paths, Path(work) / "tree",
-                         (runs_dir or paths.runs / "audit").resolve(), rerun, tolerance, say)
+                         (runs_dir or paths.runs / "audit").resolve(), rerun, tolerance, say,
+                         frozenset(allow_backends))
 
 
 @dataclass

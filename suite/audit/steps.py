@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from suite.audit.report import AuditReport
+from suite.backends import BUILTIN
 from suite.errors import SuiteError
 from suite.paths import Paths
 from suite.results import Status
@@ -37,7 +38,7 @@ _HASH = re.compile(r"^hash=([0-9a-f]{64})$")
 
 def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir: Path,
           rerun: str | None = None, tolerance: float = 0.02, say: Say = lambda m: None,
-          ) -> AuditReport:
+          allow_backends: frozenset[str] = frozenset()) -> AuditReport:
     """Run the audit; ``work_dir`` receives a private copy of the bundle and the
     extracted tree (it must be empty). Never raises: every failure is a failed check."""
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -83,7 +84,7 @@ def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir
         replay = None
         report.reran.append(claim["result"])
         with step(report, 4, f"replay of {claim['result']}"):
-            replay = _replay(report, tree, paths, claim, runs_dir, tolerance)
+            replay = _replay(report, tree, paths, claim, runs_dir, tolerance, allow_backends)
         if replay is not None:
             say(f"step 5: compliance tests for {claim['result']}")
             with step(report, 5, f"compliance tests of {claim['result']}"):
@@ -280,7 +281,7 @@ def _replay_request(info: dict[str, Any], runs_dir: Path, **extra: Any) -> Any:
 
 
 def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
-            runs_dir: Path, tolerance: float) -> Path | None:
+            runs_dir: Path, tolerance: float, allow_backends: frozenset[str]) -> Path | None:
     from suite.harness.run import run
     from suite.llm.card import card_name, is_llm_benchmark, load_llm_card, verify_weights
     from suite.models import load_card, verify_model_file
@@ -289,6 +290,14 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
 
     result = claim["result"]
     info = _run_info(tree, result)
+    backend = str(info["backend"])
+    if backend not in BUILTIN and backend not in allow_backends:
+        # A replay imports the backend's module: code the bundle names, not the auditor.
+        report.add(4, f"replay of {result}", False, [
+            f"refused: the bundle's backend '{backend}' is not one of the suite's own; a "
+            "replay would import and run its code", "read it, then allow it with "
+            f"--allow-backend {backend}"], "refused")
+        return None
     llm = is_llm_benchmark(paths, str(info["benchmark"]))
     try:
         local_sha = verify_weights(load_llm_card(paths, card_name(info["benchmark"]))) \

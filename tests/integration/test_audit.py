@@ -45,10 +45,14 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "pub": keys / "signing.pub", "key": keys / "signing.key", "base": base}
 
 
-def _audit(bundle: Path, pub: Path, tmp: Path, *args: str, **env: str) -> tuple[int, dict]:
+def _audit(bundle: Path, pub: Path, tmp: Path, *args: str, allow: bool = True,
+           **env: str) -> tuple[int, dict]:
+    """``suite audit``, allowing the test's steady backend to be replayed unless
+    ``allow`` is False (the suite's own backends need no permission)."""
     report = tmp / "audit.json"
+    allowed = ["--allow-backend", STEADY] if allow else []
     proc = run_cli("audit", str(bundle), "--key", str(pub), "--out", str(report),
-                   "--runs-dir", str(tmp / "audit_runs"), *args, timeout=900, **env)
+                   "--runs-dir", str(tmp / "audit_runs"), *allowed, *args, timeout=900, **env)
     assert report.is_file(), proc.stdout + proc.stderr
     return proc.returncode, json.loads(report.read_text())
 
@@ -84,6 +88,20 @@ def test_an_honest_bundle_passes_every_step(bundle: dict[str, Path], tmp_path: P
     assert sum(c["step"] == 5 for c in report["checks"]) == 2  # digits: TEST01 per result
     attestation = json.loads((tmp_path / "audit.dsse.json").read_text())
     assert attestation["payloadType"] == "application/vnd.in-toto+json"
+
+
+def test_a_replay_never_imports_a_backend_the_auditor_did_not_allow(
+        bundle: dict[str, Path], tmp_path: Path) -> None:
+    code, report = _audit(bundle["bundle"], bundle["pub"], tmp_path, "--rerun",
+                          "digits/Offline", allow=False)
+    assert code == 2
+    [replay] = [c for c in report["checks"] if c["step"] == 4]
+    assert not replay["passed"] and replay["result"] == "refused"
+    assert f"backend '{STEADY}' is not one of the suite's own" in replay["evidence"][0]
+    assert f"--allow-backend {STEADY}" in replay["evidence"][1]
+    runs = tmp_path / "audit_runs"
+    assert not runs.exists() or not any(runs.iterdir())  # nothing ran
+    assert {c["step"] for c in report["checks"]} == {1, 2, 3, 4, 5, 6}  # the rest still did
 
 
 def test_raised_accuracy_fails_step_3(bundle: dict[str, Path], tmp_path: Path) -> None:

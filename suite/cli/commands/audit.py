@@ -23,9 +23,12 @@ import click
 @click.option("--out", type=click.Path(path_type=Path), help="also write the JSON report here")
 @click.option("--sign", "sign_key", type=click.Path(path_type=Path),
               help="sign the report as a DSSE attestation with this private key")
+@click.option("--allow-backend", "allow_backends", multiple=True, metavar="MODULE:CLASS",
+              help="let a replay import this backend the bundle names (the suite's own "
+              "backends need no permission); repeatable")
 def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: float,
                   runs_dir: Path | None, as_json: bool, out: Path | None,
-                  sign_key: Path | None) -> int:
+                  sign_key: Path | None, allow_backends: tuple[str, ...]) -> int:
     """Audit a signed bundle: exit 0 when every check passes cleanly, 2 when one fails or
     when a pass accepted an unofficial bundle's known rule failures."""
     from rich.console import Console
@@ -36,7 +39,7 @@ def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: 
 
     err = Console(stderr=True, soft_wrap=True)
     report = audit(bundle, public_key, rerun=rerun, tolerance=tolerance, runs_dir=runs_dir,
-                   say=lambda m: err.print(escape(m)))
+                   say=lambda m: err.print(escape(m)), allow_backends=allow_backends)
     text = report.to_json()
     if out is not None:
         out.write_text(text + "\n")
