@@ -34,7 +34,7 @@ from suite.models import load_card
 from suite.paths import Paths
 from suite.results import RunResult, Status, token_metrics
 from suite.scenarios import SPECS, Scenario
-from suite.submission.safety import PackageError, Precision, recorded_precision
+from suite.submission.safety import PackageError, Precision, recorded_precision, refuse_links
 from suite.version import __version__
 
 _PERF_FILES = ("mlperf_log_detail.txt", "mlperf_log_summary.txt")
@@ -151,6 +151,7 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
         f"`{src['commit']}`{' (with uncommitted changes)' if src['dirty'] else ''}.\n")
     extras: dict[str, dict[str, Any]] = {}
     for (benchmark, scenario), cand in sorted(selection.chosen.items()):
+        refuse_links(cand.run_dir)
         bench = rules.benchmark(benchmark)
         rel = sub.paths["result"].format(division=division, submitter=submitter, system=system,
                                          benchmark=bench.checker_model,
@@ -306,6 +307,7 @@ def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
                 f"{precision.weight_data_types}",
                 hint=f"re-run {test} against the packaged run (suite run --compliance {test})")
         source, target = Path(newest.run_dir), out / test
+        refuse_links(source)
         (target / "performance" / "run_1").mkdir(parents=True)
         for name in _PERF_FILES:
             if (source / "performance" / name).is_file():

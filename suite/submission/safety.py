@@ -111,6 +111,16 @@ def system_precision(runs: list[RunResult], declared: str | None) -> Precision:
 MANIFEST_SUFFIX = ".infersuite-manifest.json"
 
 
+def refuse_links(run_dir: Path) -> None:
+    """A run directory is packaged only if it holds no symbolic link: a link would copy
+    whatever it points to (any readable file) into the tree, and the bundle would sign it."""
+    for path in sorted(run_dir.rglob("*")):
+        if path.is_symlink():
+            raise PackageError(f"{path} is a symbolic link (to {os.readlink(path)}); "
+                               "packaging copies a run's own files only",
+                               hint="replace the link with the run's file, or re-run")
+
+
 def _manifest(target: Path) -> Path:
     return target.with_name(f".{target.name}{MANIFEST_SUFFIX}")
 

@@ -73,3 +73,22 @@ def test_repackaging_keeps_a_foreign_directory(built: fx.Built, tmp_path: Path) 
     assert aside.read_text() == "mine"
     assert (foreign / "closed").is_dir()
 
+
+
+def test_a_symbolic_link_in_a_run_directory_is_refused_not_followed(built: fx.Built,
+                                                                     tmp_path: Path) -> None:
+    """Issue 28: a log linked to any readable file was copied into the bundle and signed."""
+    runs = tmp_path / "runs"
+    shutil.copytree(built.runs, runs)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not part of any run\n")
+    [summary, *_] = sorted(runs.glob("*offline*/performance/mlperf_log_summary.txt"))
+    summary.unlink()
+    summary.symlink_to(secret)
+    out = tmp_path / "out"
+    code, text = _package(built, runs, out, "--system", "box")
+    assert code == 1, text
+    assert f"{summary} is a symbolic link" in text and "Traceback" not in text
+    assert not any(out.rglob("*.tar.gz")) and not any(
+        "not part of any run" in p.read_text(errors="replace")
+        for p in out.rglob("*") if p.is_file())
