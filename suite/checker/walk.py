@@ -10,6 +10,7 @@ one closed result with the run's own file layout. Nothing here raises on bad inp
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,9 +70,9 @@ def check_path(path: Path, rules: RuleSet, *, compat_official: bool = False,
 
 
 def _tree_finding(report: CheckReport, root: Path, path: Path, message: str,
-                  rule: RuleId = RuleId.TREE_LAYOUT) -> None:
+                  rule: RuleId = RuleId.TREE_LAYOUT, severity: Severity | None = None) -> None:
     report.findings.append(Finding(
-        rule=rule, severity=RULES[rule].severity, result=None,
+        rule=rule, severity=severity or RULES[rule].severity, result=None,
         file=path.relative_to(root).as_posix(), expected=None, found=None, message=message,
         hint=RULES[rule].title))
     report.rules_evaluated.append(rule)
@@ -83,9 +84,27 @@ class _Options:
     exceptions: bool
 
 
+def _links(root: Path, report: CheckReport) -> None:
+    """Every symbolic link in the tree is an error: a tree holds its own files, and a
+    link (a ``closed/`` pointing at another tree, a log at any file) would make the
+    check validate another place as if it were this one. Links are not followed."""
+    for folder, dirs, files in os.walk(root):
+        for name in sorted(dirs + files):
+            path = Path(folder) / name
+            if path.is_symlink():
+                # an error, where other layout surprises are warnings: what is checked
+                # would not be what is submitted
+                _tree_finding(report, root, path, "symbolic link (to "
+                              f"{os.readlink(path)}): a tree holds its own files",
+                              severity=Severity.ERROR)
+
+
 def _walk_tree(root: Path, rules: RuleSet, sub: SubmissionRules, report: CheckReport,
                opts: _Options) -> None:
+    _links(root, report)
     for entry in sorted(root.iterdir()):
+        if entry.is_symlink():
+            continue  # said by _links; never walked
         if entry.is_dir() and entry.name in sub.divisions:
             for sub_dir in sorted(entry.iterdir()):
                 if sub_dir.is_dir() and not sub_dir.is_symlink():

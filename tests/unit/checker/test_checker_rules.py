@@ -12,6 +12,7 @@ import pytest
 
 from suite.checker import RULES, check_path
 from suite.checker.findings import RuleId
+from suite.checker.walk import NotCheckable
 from suite.config.rules import load_rules
 from suite.paths import find_paths
 from tests.support import submission_fixtures as fx
@@ -129,3 +130,24 @@ def test_an_unreadable_log_keeps_its_reason(passing_tree: Path) -> None:
     [hit] = [f for r in report.results for f in r.findings if f.rule == "PERF-LOG"]
     assert "AttributeError" in hit.message and hit.found and "unparsable" in hit.found
 
+
+
+def test_symbolic_links_in_a_tree_are_named_and_never_followed(passing_tree: Path,
+                                                                tmp_path: Path) -> None:
+    """Issue 28: a ``closed/`` linked to another tree was validated as if it were this
+    one, and a linked log was read as the result's own."""
+    [summary, *_] = sorted(passing_tree.rglob("performance/run_1/mlperf_log_summary.txt"))
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_bytes(summary.read_bytes())
+    summary.unlink()
+    summary.symlink_to(elsewhere)
+    report = check_path(passing_tree, RULESET)
+    links = [f for f in report.findings if "symbolic link" in f.message]
+    assert [f.rule for f in links] == ["TREE-LAYOUT"] and not report.passed
+    assert links[0].file == summary.relative_to(passing_tree).as_posix()
+
+    other = tmp_path / "other"
+    shutil.move(str(passing_tree / "closed"), other)
+    (passing_tree / "closed").symlink_to(other, target_is_directory=True)
+    with pytest.raises(NotCheckable):  # nothing of its own left to check: never the link's
+        check_path(passing_tree, RULESET)
