@@ -87,6 +87,11 @@ def _unsafe(name: str) -> str | None:
     return None
 
 
+#: Zero padding allowed after tar's end-of-archive marker: a record (10 KiB by default,
+#: larger blocking factors exist), far below this.
+_MAX_PADDING = 1 << 20
+
+
 class _Trailing(Exception):
     """Bytes after the signed archive: outside what the signature covers."""
 
@@ -159,11 +164,17 @@ def read_archive(path: Path) -> ArchiveContents:
                 for member in tar:
                     _member(tar, member, found)
             # To the end: the gzip stream's CRC-32 and length are checked there, and past
-            # tar's end-of-archive marker only its zero padding may follow.
+            # tar's end-of-archive marker only its zero padding may follow, and not
+            # without end (``/dev/zero`` is an endless "archive" of zero blocks).
+            padding = 0
             while chunk := source.read(1 << 20):
+                padding += len(chunk)
                 if chunk.count(0) != len(chunk):
                     raise _Trailing("data after the tar archive's end-of-archive marker is "
                                     "not covered by the signature")
+                if padding > _MAX_PADDING:
+                    raise _Trailing(f"more than {_MAX_PADDING:,} bytes of zeros after the "
+                                    "tar archive's end: not a bundle")
         except _Trailing as exc:
             found.unreadable = f"{path.name}: {exc}"
             found.problems.append(found.unreadable)

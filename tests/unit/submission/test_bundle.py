@@ -107,3 +107,10 @@ def test_a_cut_off_gzip_stream_is_corrupt(tmp_path: Path) -> None:
     out.write_bytes(out.read_bytes()[:-4])  # the length field of the trailer is gone
     found = read_archive(out)
     assert found.unreadable and "corrupt archive" in found.unreadable
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero on this system")
+def test_an_endless_file_of_zeros_is_not_a_bundle_and_the_read_ends() -> None:
+    found = read_archive(Path("/dev/zero"))  # reads as an empty tar, then zeros forever
+    assert found.unreadable and "bytes of zeros after the tar archive's end" in \
+        found.unreadable
