@@ -92,13 +92,17 @@ def _unsafe(name: str) -> str | None:
 _MAX_PADDING = 1 << 20
 
 
-class _Trailing(Exception):
+class _Unreadable(BundleError):
+    """The archive ends where a bundle cannot (``read_archive`` reports it, never raises)."""
+
+
+class _Trailing(_Unreadable):
     """Bytes after the signed archive: outside what the signature covers."""
 
 
 class _OneGzipStream(io.RawIOBase):
     """The decompressed bytes of exactly one gzip stream. Its CRC-32 and length are
-    checked at its end (``zlib``), a stream cut off before its end is an ``EOFError``,
+    checked at its end (``zlib``), a stream cut off before its end is ``_Unreadable``,
     and any byte after it (a second gzip stream appended) is ``_Trailing``."""
 
     def __init__(self, raw: IO[bytes]) -> None:
@@ -122,7 +126,7 @@ class _OneGzipStream(io.RawIOBase):
                 return 0
             data = self._zlib.unconsumed_tail or self._raw.read(1 << 16)
             if not data:
-                raise EOFError("the gzip stream is cut off before its end")
+                raise _Unreadable("the gzip stream is cut off before its end")
             # bounded output per call: a small file cannot inflate into memory at once
             self._buffer = self._zlib.decompress(data, 1 << 20)
             if self._zlib.eof:
@@ -155,7 +159,7 @@ def read_archive(path: Path) -> ArchiveContents:
                              if gzipped else raw)
         try:
             tar = tarfile.open(fileobj=source, mode="r|")  # noqa: SIM115 - closed below
-        except (OSError, tarfile.TarError, EOFError, zlib.error) as exc:
+        except (OSError, tarfile.TarError, EOFError, zlib.error, _Unreadable) as exc:
             found.unreadable = f"{path.name}: not a readable tar archive ({exc})"
             found.problems.append(found.unreadable)
             return found
@@ -178,7 +182,7 @@ def read_archive(path: Path) -> ArchiveContents:
         except _Trailing as exc:
             found.unreadable = f"{path.name}: {exc}"
             found.problems.append(found.unreadable)
-        except (OSError, tarfile.TarError, EOFError, zlib.error) as exc:
+        except (OSError, tarfile.TarError, EOFError, zlib.error, _Unreadable) as exc:
             found.unreadable = f"{path.name}: corrupt archive ({exc})"
             found.problems.append(found.unreadable)
     return found
