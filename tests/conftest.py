@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,27 @@ def run_cli(*args: str, timeout: float = 300, **env: str) -> subprocess.Complete
         [sys.executable, "-m", "suite", *args],
         cwd=REPO, env=cli_env(**env), capture_output=True, text=True, timeout=timeout,
     )
+
+
+def interrupt_once_loadgen_runs(proc: subprocess.Popen[str], runs_dir: Path,
+                                before: set[Path] | None = None) -> tuple[str, str]:
+    """Send Ctrl-C (SIGINT) to a ``suite run`` once LoadGen has written to a new run's
+    performance detail log, a second later; its (stdout, stderr). Fails the test if
+    LoadGen never starts within 60 s."""
+    known = before or set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        new = sorted(set(runs_dir.iterdir()) - known) if runs_dir.is_dir() else []
+        logs = [p / "performance" / "mlperf_log_detail.txt" for p in new]
+        if logs and logs[0].is_file() and logs[0].stat().st_size > 0:
+            break
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("the run to interrupt never started LoadGen")
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=90)
 
 
 def only_run_dir(runs_dir: Path) -> Path:

@@ -4,7 +4,6 @@ and keeps them. Real LoadGen, real child processes."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from suite.results import RunResult
-from tests.conftest import REPO, cli_env, only_run_dir, run_cli
+from tests.conftest import REPO, cli_env, interrupt_once_loadgen_runs, only_run_dir, run_cli
 
 FAULTS = "tests.support.fault_backends:"  # the backends a run imports by module:Class
 
@@ -117,18 +116,7 @@ def _start_and_interrupt(runs_dir: Path, scenario: str) -> subprocess.CompletedP
             "--set", "sut.max_batch_size=1"]  # 2 ms per sample: still running when interrupted
     proc = subprocess.Popen(args, cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # wait until LoadGen is running in the child
-        logs = list(runs_dir.glob("*/performance/mlperf_log_detail.txt"))
-        if logs and logs[0].stat().st_size > 0:
-            break
-        time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("the run never started")
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=90)
+    stdout, stderr = interrupt_once_loadgen_runs(proc, runs_dir)
     return subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
 
 

@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
-import time
 from pathlib import Path
 
 import pytest
 
 from suite.errors import ConfigError
 from suite.reports.ledger import Attempt, Filters, config_digest, list_runs
-from tests.conftest import REPO, cli_env, run_cli, speed_free_offline
+from tests.conftest import (
+    REPO,
+    cli_env,
+    interrupt_once_loadgen_runs,
+    run_cli,
+    speed_free_offline,
+)
 from tests.support import submission_fixtures as fx
 
 built = fx.built
@@ -59,18 +63,7 @@ def _interrupted(runs: Path) -> Path:
     proc = subprocess.Popen([sys.executable, "-m", "suite", "run", *LONG_SLOW, "--runs-dir",
                              str(runs)], cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        logs = [p / "performance" / "mlperf_log_detail.txt" for p in set(runs.iterdir()) - before]
-        if logs and logs[0].is_file() and logs[0].stat().st_size > 0:
-            break
-        time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("the run to interrupt never started LoadGen")
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=90)
+    interrupt_once_loadgen_runs(proc, runs, before)
     assert proc.returncode == 130
     [new] = set(runs.iterdir()) - before
     return new
