@@ -101,6 +101,8 @@ def suite_run(scenario: str, workload: dict[str, Path], runs: Path, args: argpar
             "validity": perf.get("result_validity"), "metric": perf.get("metric_name"),
             "value": perf.get("metric_value"), "latency_ns": perf.get("latency_ns", {}),
             "invalid_reason": perf.get("invalid_reason"),
+            # a FAILED run says why in the report, not only in a temporary run directory
+            "failures": [f.get("message") for f in test.get("failures") or []][:3],
             "backend": test.get("backend", {}), "run_dir": str(dirs[0])}
 
 

@@ -28,7 +28,7 @@ DIGITS_QPS=${DIGITS_QPS:-20000 40000 80000}
 } >"$OUT/machine.txt" 2>&1
 
 echo "== pytest -m gpu" >&2
-timeout -k 5 "$PYTEST_S" python3 -m pytest -m gpu -q -rs -n 3 --timeout 120 -p no:cacheprovider \
+timeout -k 5 "$PYTEST_S" python3 -m pytest -m gpu -q -rsx -n 3 --timeout 120 -p no:cacheprovider \
     >"$OUT/pytest_gpu.log" 2>&1
 echo "pytest exit $?" >>"$OUT/pytest_gpu.log"
 tail -3 "$OUT/pytest_gpu.log" >&2
@@ -44,7 +44,7 @@ for qps in $DIGITS_QPS; do
 done
 
 echo "== bench_gpu" >&2
-timeout -k 5 "$BENCH_S" python3 bench/bench_gpu.py --skip-pytest --seconds 3 --probes 5 \
+timeout -k 5 "$BENCH_S" python3 bench/bench_gpu.py --skip-pytest --seconds 3 --probes ${PROBES:-5} \
     --out "$OUT" >"$OUT/bench_gpu.log" 2>&1
 echo "bench_gpu exit $?" >>"$OUT/bench_gpu.log"
 tail -12 "$OUT/bench_gpu.log" >&2

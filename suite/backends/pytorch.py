@@ -59,6 +59,13 @@ if TYPE_CHECKING:
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
+def host_outputs(tensor: Any) -> Any:
+    """Floating outputs as float32 (fp16/bf16 have no numpy twin or lose nothing widened);
+    integer outputs, such as an argmax head's class indices, keep their type, which the
+    card's output contract checks."""
+    return tensor.float() if tensor.is_floating_point() else tensor
+
+
 class TorchOptions(BackendOptions):
     """``[backend.torch]`` options."""
 
@@ -66,7 +73,8 @@ class TorchOptions(BackendOptions):
                         description="'cpu', 'cuda' or 'cuda:N'")
     dtype: Literal["fp32", "fp16", "bf16"] = Field(
         default="fp32", description="weights and compute precision; inputs are cast to it "
-        "and outputs returned as float32")
+        "and floating outputs returned as float32 (integer outputs, such as class indices, "
+        "keep their type)")
     compile: bool = Field(default=False, description="wrap the model in torch.compile "
                           "(compiled during load, before LoadGen starts)")
     compile_mode: Literal["default", "reduce-overhead", "max-autotune",
@@ -311,7 +319,7 @@ class TorchBackend(BackendBase):
                     logits = self._forward(inputs)
             else:
                 logits = self._forward(inputs)
-            result: Outputs = logits[:n].float().numpy()
+            result: Outputs = host_outputs(logits[:n]).numpy()
             return result
 
     def _thread_state(self) -> Any:
@@ -359,15 +367,15 @@ class TorchBackend(BackendBase):
                     # Rows n..size keep an earlier batch's inputs: rows are independent.
                     static_in[:n].copy_(x)
                     graph.replay()
-                    result: Outputs = static_out[:n].float().cpu().numpy()
+                    result: Outputs = host_outputs(static_out[:n]).cpu().numpy()
                 return result
             # Padded before the cast, so the model's memory format applies to every row.
             x = self._to_model(pad_rows(torch, x, self._plan.bucket(n)))
             if self.opts.compile:
                 with self._compiled_lock:
-                    result = self._forward(x)[:n].float().cpu().numpy()
+                    result = host_outputs(self._forward(x)[:n]).cpu().numpy()
                 return result
-            result = self._forward(x)[:n].float().cpu().numpy()
+            result = host_outputs(self._forward(x)[:n]).cpu().numpy()
             return result
 
     def close(self) -> None:

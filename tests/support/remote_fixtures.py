@@ -9,7 +9,6 @@ MLServer is never imported here: its protobuf module clashes with tritonclient's
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from suite.backends.base import importable
 from suite.models import ModelCard
 from suite.serve.launcher import (
     Replica,
@@ -35,7 +35,7 @@ MAX_BATCH = 64  # the served model's max batch: requests are split at this size
 def missing() -> str | None:
     """Why real servers cannot be started here, or None."""
     absent = [m for m in ("mlserver", "tritonclient.grpc", "geventhttpclient")
-              if importlib.util.find_spec(m) is None]
+              if not importable(m)]
     return (f"the remote extra is not installed (missing {absent}): "
             "pip install -e '.[remote]'") if absent else None
 

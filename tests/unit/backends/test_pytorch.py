@@ -175,6 +175,35 @@ def test_precision_and_flags_are_recorded(card: Any) -> None:
     assert (bf16.precision, bf16.weight_transformations) == ("bf16", "cast to bf16")
 
 
+class ArgMaxTorch(TorchBackend):
+    """The digits module with an argmax head, as a card whose output is a class index."""
+
+    def build_model(self, card: Any) -> Any:
+        inner = super().build_model(card)
+
+        class Head(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, x: Any) -> Any:
+                return torch.argmax(self.inner(x), dim=1)
+
+        return Head().eval()
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_integer_outputs_keep_their_type_and_floats_become_float32(
+        card: Any, images: np.ndarray, dtype: str) -> None:
+    logits = loaded(card, dtype=dtype).predict(images[:9])
+    head = ArgMaxTorch(TorchOptions(dtype=dtype))
+    head.load(card, MAX)
+    classes = head.predict(images[:9])
+    assert logits.dtype == np.float32  # bf16 has no numpy type: widened
+    assert classes.dtype == np.int64 and classes.shape == (9,)
+    np.testing.assert_array_equal(classes, logits.argmax(axis=1))
+
+
 def test_raw_input_and_pinned_buffers_are_refused_on_cpu(card: Any) -> None:
     backend = loaded(card)
     assert backend.accept_raw_input(RawInput((8, 8, 1), "uint8", (8.0,), "NCHW")) is False

@@ -11,8 +11,10 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-import grimp
 import pytest
+
+grimp = pytest.importorskip(
+    "grimp", reason="the layering tests need grimp (import-linter, a dev dependency)")
 
 REPO = Path(__file__).resolve().parents[3]
 SUITE = REPO / "suite"
