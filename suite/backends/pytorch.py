@@ -44,6 +44,8 @@ from suite.backends.torch_model import weights_sha256 as weights_sha256  # re-ex
 from suite.backends.torch_support import (
     ShapePlan,
     ShapePolicy,
+    StreamSlots,
+    host_outputs,
     normalize_on_device,
     pad_rows,
     plan_shapes,
@@ -57,13 +59,6 @@ if TYPE_CHECKING:
     from suite.types import Batch, Outputs
 
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
-
-
-def host_outputs(tensor: Any) -> Any:
-    """Floating outputs as float32 (fp16/bf16 have no numpy twin or lose nothing widened);
-    integer outputs, such as an argmax head's class indices, keep their type, which the
-    card's output contract checks."""
-    return tensor.float() if tensor.is_floating_point() else tensor
 
 
 class TorchOptions(BackendOptions):
@@ -91,6 +86,10 @@ class TorchOptions(BackendOptions):
                              "host memory so the host-to-device copy is asynchronous")
     copy_stream: bool = Field(default=True, description="CUDA: copy inputs on a separate "
                               "stream per worker thread, overlapping compute")
+    streams: int = Field(default=4, ge=1, le=64, description="CUDA: worker streams made "
+                         "and warmed at load (every warmed size on each); each worker thread "
+                         "takes one, a thread beyond these makes its own, cold. Keep it >= "
+                         "sut.workers")
     num_threads: int = Field(default=1, ge=0, description="torch.set_num_threads for CPU ops; "
                              "0: torch decides. Keep workers x num_threads <= cores")
     shapes: ShapePolicy = Field(
@@ -141,6 +140,7 @@ class TorchBackend(BackendBase):
         self._dtype: Any = None
         self._device: Any = None
         self._local = threading.local()
+        self._slots: StreamSlots | None = None
         self._graphs: dict[int, tuple[Any, Any, Any, threading.Lock]] = {}
         # torch.compile's guards are not safe to evaluate from two threads at once: under
         # concurrent calls torch 2.13 logged "Unexpected recompilation: runtime guards
@@ -217,6 +217,8 @@ class TorchBackend(BackendBase):
                 "channels_last": str(opts.channels_last),
                 "num_threads": str(torch.get_num_threads()),
                 "shapes": self._plan.describe(),
+                "streams": (f"{len(self._slots.warmed)} warmed at load, one per worker thread"
+                            if self._slots is not None else "-"),
                 "cudnn_benchmark": str(torch.backends.cudnn.benchmark),
                 "tf32": precision_flags(torch),
                 "threading": "compiled calls serialised (torch.compile guards are not "
@@ -239,8 +241,21 @@ class TorchBackend(BackendBase):
         """Run every size of the shape plan and capture CUDA graphs now, not under LoadGen."""
         if self.opts.cuda_graphs:
             self._capture_graphs(model)
+        if self._device.type == "cuda":
+            self._slots = StreamSlots(self._torch, self._device, self.opts.streams,
+                                      self.opts.copy_stream)
+        self._warm_sizes(self._sample_shape, np.float32)
+
+    def _warm_sizes(self, shape: tuple[int, ...], dtype: Any) -> None:
+        """Every warmed size, on CUDA through every worker stream (see ``StreamSlots``)."""
         for size in self._plan.warm:
-            self.predict(np.zeros((size, *self._sample_shape), dtype=np.float32))
+            batch = np.zeros((size, *shape), dtype=dtype)
+            if self._slots is None:
+                self.predict(batch)
+                continue
+            with self._torch.inference_mode():
+                for slot in self._slots.warmed:
+                    self._predict_cuda(batch, slot)
 
     def _capture_graphs(self, model: Any) -> None:
         torch = self._torch
@@ -278,8 +293,7 @@ class TorchBackend(BackendBase):
         self._means = torch.tensor(raw.means, dtype=torch.float32, device=self._device)
         self._raw = raw
         # The normalising kernels and their output shapes meet the device now, too.
-        for size in self._plan.warm:
-            self.predict(np.zeros((size, *raw.shape), dtype=np.uint8))
+        self._warm_sizes(tuple(raw.shape), np.uint8)
         return True
 
     def input_buffer(self, max_batch: int, sample_shape: tuple[int, ...],
@@ -323,13 +337,12 @@ class TorchBackend(BackendBase):
             return result
 
     def _thread_state(self) -> Any:
+        """This thread's slot (streams, staging buffer), taken at its first call."""
         local = self._local
-        if not hasattr(local, "compute"):
-            torch = self._torch
-            local.compute = torch.cuda.Stream(self._device)
-            local.copy = torch.cuda.Stream(self._device) if self.opts.copy_stream else None
-            local.pinned = None
-        return local
+        if not hasattr(local, "slot"):
+            assert self._slots is not None
+            local.slot = self._slots.take()
+        return local.slot
 
     def _host_tensor(self, batch: Batch, local: Any) -> tuple[Any, bool]:
         """``batch`` as a CPU tensor to copy from, and whether it is page-locked."""
@@ -348,9 +361,9 @@ class TorchBackend(BackendBase):
         # Safe to reuse per thread: the blocking copy back in predict orders the next call.
         return pinned[:n].copy_(host), True
 
-    def _predict_cuda(self, batch: Batch) -> Outputs:
+    def _predict_cuda(self, batch: Batch, local: Any = None) -> Outputs:
         torch, n = self._torch, len(batch)
-        local = self._thread_state()
+        local = local or self._thread_state()
         host, pinned = self._host_tensor(batch, local)
         copy_stream = local.copy or local.compute
         with torch.cuda.stream(copy_stream):

@@ -204,6 +204,25 @@ def test_integer_outputs_keep_their_type_and_floats_become_float32(
     np.testing.assert_array_equal(classes, logits.argmax(axis=1))
 
 
+class FakeCuda:
+    """Stands in for ``torch.cuda`` in the unit test of the slot hand-out alone."""
+
+    class Stream:
+        def __init__(self, device: Any) -> None:
+            self.device = device
+
+
+def test_slots_are_handed_out_warmed_first_then_made_new() -> None:
+    from types import SimpleNamespace
+
+    from suite.backends.torch_support import StreamSlots
+
+    slots = StreamSlots(SimpleNamespace(cuda=FakeCuda), "cuda:0", 2, copy_stream=False)
+    first, second, third = slots.take(), slots.take(), slots.take()
+    assert [first, second] == slots.warmed  # in order, each once
+    assert third not in slots.warmed and third.copy is None and third.pinned is None
+
+
 def test_raw_input_and_pinned_buffers_are_refused_on_cpu(card: Any) -> None:
     backend = loaded(card)
     assert backend.accept_raw_input(RawInput((8, 8, 1), "uint8", (8.0,), "NCHW")) is False
@@ -265,6 +284,35 @@ def test_gpu_every_size_is_warmed_and_compiled_threads_compile_nothing_new(
         thread.join()
     assert not errors, errors
     assert counters["stats"]["unique_graphs"] == graphs, "a shape compiled under load"
+
+
+@pytest.mark.gpu
+def test_gpu_worker_threads_compute_on_warmed_streams_and_allocate_no_device_memory(
+        card: Any, images: np.ndarray) -> None:
+    needs_cuda()
+    backend = loaded(card, device="cuda", streams=4)
+    details = backend.info.details  # type: ignore[attr-defined]
+    assert details["streams"] == "4 warmed at load, one per worker thread"
+    torch.cuda.synchronize()
+    segments = torch.cuda.memory_stats()["segment.all.allocated"]  # cudaMalloc calls so far
+    errors: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for size in range(1, MAX + 1):
+                n = (size + offset) % MAX + 1
+                assert backend.predict(images[:n]).shape == (n, 10)
+        except BaseException as exc:  # collected: an assert in a thread is lost otherwise
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert torch.cuda.memory_stats()["segment.all.allocated"] == segments, \
+        "a worker thread met the caching allocator cold under load"
 
 
 @pytest.mark.gpu
