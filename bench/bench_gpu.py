@@ -96,6 +96,10 @@ def suite_run(scenario: str, workload: dict[str, Path], runs: Path, args: argpar
                          f"{proc.returncode}): {' | '.join(tail)}")
     result = json.loads((dirs[0] / "result.json").read_text())
     test = result["tests"][0]
+    status_path = dirs[0] / "performance" / "status.json"
+    # Where a Server run's latency went: the derived batch cap and wait (from the warm-up's
+    # fitted batch cost) and the batches the workers formed, with seconds per phase.
+    status = json.loads(status_path.read_text()) if status_path.is_file() else {}
     perf = test.get("performance") or {}
     return {"exit_code": proc.returncode, "status": result["status"],
             "validity": perf.get("result_validity"), "metric": perf.get("metric_name"),
@@ -103,6 +107,7 @@ def suite_run(scenario: str, workload: dict[str, Path], runs: Path, args: argpar
             "invalid_reason": perf.get("invalid_reason"),
             # a FAILED run says why in the report, not only in a temporary run directory
             "failures": [f.get("message") for f in test.get("failures") or []][:3],
+            "derived": status.get("derived"), "batches": status.get("batches"),
             "backend": test.get("backend", {}), "run_dir": str(dirs[0])}
 
 
@@ -157,7 +162,8 @@ def server_search(workload: dict[str, Path], tmp: Path, args: argparse.Namespace
         p99 = run["latency_ns"].get("99.00_percentile")
         probes.append({"target_qps": qps, "validity": run["validity"],
                        "p99_ms": None if p99 is None else p99 / 1e6,
-                       "invalid_reason": run["invalid_reason"], "run_dir": run["run_dir"]})
+                       "invalid_reason": run["invalid_reason"], "derived": run["derived"],
+                       "batches": run["batches"], "run_dir": run["run_dir"]})
         print(f"server probe ({worker_model}) {qps:,.1f} QPS: {run['validity']}",
               file=sys.stderr, flush=True)
         low, high = (qps, high) if valid else (low, qps)
