@@ -34,6 +34,7 @@ __all__ = [
 
 BUILTIN: dict[str, str] = {
     "null": "suite.backends.null:NullBackend",
+    "openai": "suite.llm.openai_backend:OpenAIBackend",
     "onnxruntime": "suite.backends.onnxruntime:OnnxRuntimeBackend",
     "remote": "suite.backends.remote:RemoteBackend",
     "simulated": "suite.backends.simulated:SimulatedBackend",

@@ -191,6 +191,9 @@ def _request(benchmark: str, scenario: str, backend: str, mode: str, round_name:
 @click.option("--expected-qps", type=float, help="Offline: loadgen.expected_qps")
 @click.option("--batch-size", type=int, help="sut.max_batch_size")
 @click.option("--workers", type=int, help="sut.workers")
+@click.option("--url", "urls", multiple=True, metavar="URL",
+              help="--backend openai: a server's base URL (repeat for replicas): "
+                   "backend.openai.urls")
 @click.option("--compliance", metavar="TESTxx", help="run a compliance test (TEST01, TEST04)")
 @click.option("--reference", type=click.Path(path_type=Path),
               help="compliance: the reference run directory (default: newest matching)")
@@ -199,14 +202,15 @@ def _request(benchmark: str, scenario: str, backend: str, mode: str, round_name:
 def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_name: str,
                 quick: bool, config_file: Path | None, sets: tuple[str, ...], system: str | None,
                 runs_dir: Path | None, target_qps: float | None, expected_qps: float | None,
-                batch_size: int | None, workers: int | None, compliance: str | None,
-                reference: Path | None, force: bool) -> int:
+                batch_size: int | None, workers: int | None, urls: tuple[str, ...],
+                compliance: str | None, reference: Path | None, force: bool) -> int:
     """Run one benchmark scenario through LoadGen."""
     flags = {
         "loadgen.target_qps": (target_qps, "--target-qps"),
         "loadgen.expected_qps": (expected_qps, "--expected-qps"),
         "sut.max_batch_size": (batch_size, "--batch-size"),
         "sut.workers": (workers, "--workers"),
+        "backend.openai.urls": (list(urls) or None, "--url"),
     }
     request = _request(benchmark, scenario, backend, mode, round_name, quick, config_file,
                        list(sets), runs_dir, flags)

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from suite.backends import backend_class
+from suite.backends.base import BackendInfo
 from suite.config.model import RunConfig
 from suite.errors import BackendError
+from suite.harness.llm.endpoint_sut import EndpointSystemUnderTest
 from suite.harness.llm.sut import LLMSystemUnderTest
 from suite.harness.loadgen import TokenCompleter
 from suite.llm.backend import TorchLLMBackend
-from suite.llm.card import load_llm_card
+from suite.llm.card import LLMCard, load_llm_card
 from suite.llm.dataset import LLMDataset
+from suite.llm.endpoint_check import check as check_endpoint
 from suite.llm.generation import GenerationConfig
+from suite.llm.openai_backend import OpenAIBackend
 from suite.paths import find_paths
 from suite.scenarios import Scenario
 
@@ -25,9 +29,11 @@ def build_llm_sut(home: Path, config: RunConfig,
     card = load_llm_card(find_paths(home), config.benchmark)
     cls = backend_class(config.backend)
     backend = cls(cls.Options.model_validate(config.backend_options))
+    if isinstance(backend, OpenAIBackend):
+        return _endpoint_sut(backend, card, config, on_drain)
     if not isinstance(backend, TorchLLMBackend):
         raise BackendError(f"backend '{config.backend}' cannot run the text-generation card "
-                        f"{card.card_path}; use --backend torch-llm")
+                        f"{card.card_path}; use --backend torch-llm or openai")
     gen, info = backend.open(card, config.sut.max_batch_size)
     dataset = LLMDataset(card, config.data.dataset_dir)
     completer = backend.make_completer() or TokenCompleter()
@@ -40,3 +46,30 @@ def build_llm_sut(home: Path, config: RunConfig,
         max_batch=config.sut.max_batch_size, on_drain=on_drain,
         static=backend.options.model_dump().get("batching") == "static")
     return sut, asdict(info)
+
+
+def _endpoint_sut(backend: OpenAIBackend, card: LLMCard, config: RunConfig,
+                  on_drain: Any) -> tuple[LLMSystemUnderTest, dict[str, Any]]:
+    """The streaming SUT, and the record of what the servers said (asked again here, so
+    the record is this test's own)."""
+    dataset = LLMDataset(card, config.data.dataset_dir)
+    settings = backend.settings(card)
+    record = check_endpoint(settings, dataset.prompts[0], dataset.tokenizer.encode,
+                            dataset.tokenizer.decode)
+    sut = EndpointSystemUnderTest(settings, dataset, TokenCompleter(),
+                                  report_first_token=config.scenario is not Scenario.OFFLINE,
+                                  on_drain=on_drain)
+    info = BackendInfo(name=backend.name, version=f"aiohttp {_version('aiohttp')}",
+                       device="remote", thread_safe=True,
+                       precision=f"as served by {record.details()['engine']}",
+                       weight_transformations="as served", details=record.details())
+    return cast(LLMSystemUnderTest, sut), asdict(info)
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"

@@ -27,6 +27,8 @@ from suite.llm import test06
 from suite.llm.accuracy import score_log
 from suite.llm.card import LLMCard, load_llm_card, verify_weights
 from suite.llm.dataset import LLMDataset
+from suite.llm.endpoint_check import check as check_endpoint
+from suite.llm.openai_backend import OpenAIBackend
 from suite.logs import ACCURACY_LOG, DETAIL_LOG, parse_detail_log
 from suite.paths import Paths, find_paths
 from suite.results import AccuracyResult, ComplianceResult, RunResult, Status, TestResult
@@ -54,6 +56,7 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     dataset = LLMDataset(card, config.data.dataset_dir)
     bench = config.resolved_rules.benchmark
     reasons = list(config.non_submittable_reasons)
+    reasons += _check_endpoint(config.backend, config.backend_options, card, dataset)
     if dataset.total_count != bench.dataset_size:
         reasons.append(f"the dataset has {dataset.total_count} samples; round {config.round} "
                        f"requires {bench.dataset_size}")
@@ -99,6 +102,22 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     (run_dir / "STATUS").write_text(f"{status.value} (exit code {result.exit_code}); see "
                                     "result.json\n", encoding="utf-8")
     return result
+
+
+def _check_endpoint(name: str, options: dict[str, object], card: LLMCard,
+                    dataset: LLMDataset) -> list[str]:
+    """For the ``openai`` backend, before any run directory exists: every server answers,
+    lists the model and streams one request (a ``BackendError``, exit 1, otherwise).
+    Returns the reasons the options make the run non-submittable."""
+    cls = backends.backend_class(name)
+    if not issubclass(cls, OpenAIBackend):
+        return []
+    backend = cls(cls.Options.model_validate(options))
+    assert isinstance(backend, OpenAIBackend)
+    check_endpoint(backend.settings(card), dataset.prompts[0], dataset.tokenizer.encode,
+                   dataset.tokenizer.decode)
+    return (["backend.openai.insecure = true: the servers' TLS certificates were not "
+             "verified"] if backend.opts.insecure else [])
 
 
 def score_test(test: TestResult, card: LLMCard, dataset: LLMDataset,

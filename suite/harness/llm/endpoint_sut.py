@@ -1,0 +1,134 @@
+"""The LLM system under test for the ``openai`` backend: LoadGen's samples as streams.
+
+Each issued sample becomes one streaming request (``suite.llm.endpoint_client``). The
+first chunk that carries output calls LoadGen's ``FirstTokenComplete`` (not in Offline),
+the end of the stream ``QuerySamplesComplete`` with every output token id and its count,
+so LoadGen computes TTFT, TPOT and tokens/s itself. A failed request fails the test: it
+is recorded (URL, sample, what went wrong), and every outstanding sample, and every
+later one, is answered at once with no tokens, so LoadGen ends within moments.
+
+It offers the surface of ``LLMSystemUnderTest`` (issue/flush/load/unload, warmup/start/
+stop/drain/abandon, ``failures``, ``completer``, the batch profile), so
+``suite.harness.child`` runs it unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from suite.harness.loadgen import TokenCompleter
+from suite.harness.sut.failures import FailureLog
+from suite.llm.dataset import LLMDataset
+from suite.llm.endpoint_client import ClientSettings, EndpointClient
+
+
+class EndpointSystemUnderTest:
+    """Streams every sample from the servers (see the module docstring)."""
+
+    def __init__(self, settings: ClientSettings, dataset: LLMDataset,
+                 completer: TokenCompleter, *, report_first_token: bool,
+                 on_drain: Callable[[], None] | None = None) -> None:
+        self.dataset = dataset
+        self.completer = completer
+        self.report_first_token = report_first_token
+        self.failures = FailureLog()
+        self.draining = threading.Event()
+        self._on_drain = on_drain
+        self.issue_calls = 0
+        self.derived: dict[str, float] = {}
+        self.tokens_out = 0
+        self.sources: dict[str, int] = {}
+        self._outstanding: set[int] = set()
+        self._lock = threading.Lock()  # completions, drain and issue never interleave
+        self._cpu_start: tuple[float, float] | None = None
+        self._cpu_spent: tuple[float, float] | None = None
+        tokenizer = dataset.tokenizer
+        self.client = EndpointClient(settings, tokenizer.encode, tokenizer.decode,
+                                     self._first if report_first_token else None,
+                                     self._done, self._error)
+
+    # -- LoadGen's callbacks -----------------------------------------------------------
+    def issue(self, ids: list[int], indices: list[int]) -> None:
+        self.issue_calls += 1
+        if self._cpu_start is None:
+            self._cpu_start = (time.process_time(), time.perf_counter())
+        with self._lock:
+            if self.draining.is_set():
+                self.completer.complete_empty(ids)
+                return
+            self._outstanding.update(ids)
+        prompts = self.dataset.prompts
+        self.client.submit([(qid, prompts[i]) for qid, i in zip(ids, indices, strict=True)])
+
+    def flush(self) -> None:
+        """Nothing is held back: every sample is on its way when issued."""
+
+    def load(self, indices: list[int]) -> None:
+        self.dataset.load(indices)
+
+    def unload(self, indices: list[int]) -> None:
+        self.dataset.unload(indices)
+
+    # -- the client's callbacks (its loop thread) --------------------------------------
+    def _first(self, key: int, ids: list[int]) -> None:
+        with self._lock:
+            if key in self._outstanding:
+                self.completer.first_token(key, ids[0])
+
+    def _done(self, key: int, ids: list[int], source: str) -> None:
+        with self._lock:
+            if key not in self._outstanding:
+                return  # answered by a drain already
+            self._outstanding.discard(key)
+            self.completer.complete([(key, ids)])
+            self.tokens_out += len(ids)
+            self.sources[source] = self.sources.get(source, 0) + 1
+
+    def _error(self, key: int, message: str) -> None:
+        with self._lock:
+            known = key in self._outstanding
+        if not known:
+            return
+        self.failures.record("endpoint request failed", message, 1)
+        self.drain()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def warmup(self) -> None:
+        """Start the client (its loop, its connection pool); the parent already checked
+        that every server answers and streams."""
+        self.client.start()
+
+    def start(self) -> None:
+        """Nothing more: requests start as LoadGen issues them."""
+
+    def stop(self) -> None:
+        if self._cpu_start is not None and self._cpu_spent is None:
+            cpu, wall = self._cpu_start
+            self._cpu_spent = (time.process_time() - cpu, time.perf_counter() - wall)
+        self.client.close()
+
+    def drain(self) -> None:
+        """Answer every outstanding sample now (no tokens) and every later one at once."""
+        with self._lock:
+            first = not self.draining.is_set()
+            self.draining.set()
+            pending = sorted(self._outstanding)
+            self._outstanding.clear()
+            if pending:
+                self.completer.complete_empty(pending)
+        if first and self._on_drain is not None:
+            self._on_drain()
+
+    def abandon(self) -> None:
+        """Stop the client's loop (requests in flight are cancelled)."""
+        self.client.close()
+
+    def batch_profile(self) -> dict[str, Any]:
+        return {"kind": "endpoint", "requests": self.client.requests,
+                "sse_events": self.client.chunks, "tokens": self.tokens_out,
+                "token_ids_from": dict(self.sources),
+                **({"cpu_s": round(self._cpu_spent[0], 6), "wall_s": round(self._cpu_spent[1], 6)}
+                   if self._cpu_spent else {})}

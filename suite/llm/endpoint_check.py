@@ -1,0 +1,144 @@
+"""Before LoadGen starts: each server answers, lists the model, and streams one request.
+
+``check(settings, prompt)`` asks every URL for ``/v1/models``, finds the model there,
+streams one short completion of ``prompt`` through the same client code a run uses,
+and asks for the engine's version where the engine says it (vLLM: ``/version``). Any
+failure is one ``BackendError`` naming the URL and what was wrong. What the servers
+said goes into the run's record (``ServerRecord``): nothing about the server is
+assumed or hard-coded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from suite.errors import BackendError
+from suite.llm.endpoint_client import ClientSettings, EndpointClient, scrub
+
+HINT = ("start the engine (`suite serve tinylm --engine vllm` prints a URL) or fix "
+        "backend.openai.urls / --url")
+
+
+@dataclass
+class ServerRecord:
+    """What one server said about itself."""
+
+    url: str
+    model: str
+    owned_by: str = ""
+    engine_version: str = ""
+    server_header: str = ""
+    max_model_len: int | None = None
+
+
+@dataclass
+class EndpointRecord:
+    """What the run records about its servers and its client."""
+
+    servers: list[ServerRecord] = field(default_factory=list)
+    client_host: str = field(default_factory=socket.gethostname)
+    token_source: str = ""
+    prompt_as: str = ""
+    api: str = ""
+
+    def details(self) -> dict[str, str]:
+        """``BackendInfo.details`` (strings): one line per fact."""
+        first = self.servers[0] if self.servers else ServerRecord("", "")
+        engines = sorted({s.owned_by or "unreported" for s in self.servers})
+        versions = sorted({s.engine_version or "unreported" for s in self.servers})
+        return {"urls": ", ".join(s.url for s in self.servers),
+                "replicas": str(len(self.servers)), "model": first.model,
+                "engine": ", ".join(engines), "engine_version": ", ".join(versions),
+                "server_header": first.server_header or "unreported",
+                "max_model_len": str(first.max_model_len or "unreported"),
+                "api": self.api, "prompt_as": self.prompt_as,
+                "token_source": self.token_source, "client_host": self.client_host}
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check(settings: ClientSettings, prompt: list[int], encode: Any, decode: Any,
+          timeout_s: float = 30.0) -> EndpointRecord:
+    """Check every server (see the module docstring); the record of what they said."""
+    record = EndpointRecord(token_source=settings.token_source, prompt_as=settings.prompt_as,
+                            api=settings.api)
+    for url in settings.urls:
+        record.servers.append(_describe(settings, url, timeout_s))
+        _round_trip(replace(settings, urls=(url,), max_tokens=2, min_tokens=0),
+                    url, prompt, encode, decode, timeout_s)
+    return record
+
+
+def _describe(settings: ClientSettings, url: str, timeout_s: float) -> ServerRecord:
+    import aiohttp
+
+    async def ask() -> ServerRecord:
+        timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=settings.connect_timeout_s)
+        headers = settings.headers()
+        async with aiohttp.ClientSession(timeout=timeout, headers=headers) as session:
+            ssl = settings.verify_tls
+            async with session.get(f"{url}/v1/models", ssl=ssl) as response:
+                if response.status != 200:
+                    body = (await response.content.read(500)).decode("utf-8", "replace")
+                    raise BackendError(f"{url}/v1/models: HTTP {response.status}: "
+                                       f"{body.strip()[:300]}", hint=HINT)
+                listed = await response.json(content_type=None)
+                server_header = response.headers.get("Server", "")
+            models = [m for m in (listed or {}).get("data", []) if isinstance(m, dict)]
+            match = next((m for m in models if m.get("id") == settings.model), None)
+            if match is None:
+                names = ", ".join(str(m.get("id")) for m in models) or "none"
+                raise BackendError(f"{url}/v1/models does not list the model "
+                                   f"{settings.model!r} (it lists: {names})",
+                                   hint="set backend.openai.model to the served name")
+            version = ""
+            try:  # vLLM answers /version; other engines may not, and that is recorded
+                async with session.get(f"{url}/version", ssl=ssl) as response:
+                    if response.status == 200:
+                        data = await response.json(content_type=None)
+                        version = str(data.get("version", "")) if isinstance(data, dict) else ""
+            except (aiohttp.ClientError, ValueError):
+                version = ""
+            return ServerRecord(url=url, model=settings.model,
+                                owned_by=str(match.get("owned_by", "")),
+                                engine_version=version, server_header=server_header,
+                                max_model_len=match.get("max_model_len"))
+
+    try:
+        return asyncio.run(ask())
+    except BackendError as exc:
+        raise BackendError(scrub(str(exc), settings), hint=exc.hint) from None
+    except Exception as exc:
+        raise BackendError(scrub(f"{url}: the server does not answer: "
+                                 f"{type(exc).__name__}: {exc}", settings), hint=HINT) from None
+
+
+def _round_trip(settings: ClientSettings, url: str, prompt: list[int], encode: Any,
+                decode: Any, timeout_s: float) -> None:
+    """Stream one short completion through the run's own client code."""
+    done = threading.Event()
+    outcome: list[str] = []
+
+    def on_done(key: int, ids: list[int], source: str) -> None:
+        done.set()
+
+    def on_error(key: int, message: str) -> None:
+        outcome.append(message)
+        done.set()
+
+    client = EndpointClient(settings, encode, decode, None, on_done, on_error)
+    client.start()
+    try:
+        client.submit([(0, prompt)])
+        if not done.wait(timeout_s):
+            raise BackendError(f"{url}: one short request did not finish in {timeout_s:g} s",
+                               hint=HINT)
+    finally:
+        client.close()
+    if outcome:
+        raise BackendError(f"the pre-flight request failed: {outcome[0]}", hint=HINT)

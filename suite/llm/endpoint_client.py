@@ -1,0 +1,327 @@
+"""Streaming completions from OpenAI-compatible servers, for the ``openai`` backend.
+
+One asyncio event loop (uvloop where installed) runs on its own thread beside LoadGen;
+aiohttp keeps a pool of kept-alive connections per server, and each LoadGen sample
+becomes one ``stream: true`` request. The response is Server-Sent Events: aiohttp
+splits it into lines (no object per byte), a ``data:`` line is decoded with orjson where
+installed, and ``data: [DONE]`` ends it. The first chunk that carries output reports
+the first token; the end of the stream reports every output token id.
+
+Token ids, in this order of preference (``TokenSource``):
+
+* ``engine``: the ids the server streams (vLLM's ``return_token_ids``: ``token_ids`` in
+  each choice);
+* ``tokenizer``: the card's tokenizer on the streamed text, for engines that return no
+  ids (llama.cpp, ``transformers serve``).
+
+When the server reports usage (``stream_options.include_usage``), a completion-token
+count that differs from the ids received is an error, not a warning. Every failure
+(connection, HTTP status, timeout, malformed event, a count that disagrees) is reported
+once, naming the URL and the sample, and nothing is retried: a silent retry would hide
+a server's failure inside its latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+TokenSource = Literal["engine", "tokenizer"]
+
+#: (sample key, output token ids so far): the first chunk that carries output.
+FirstCallback = Callable[[int, list[int]], None]
+#: (sample key, every output token id, how the ids were obtained).
+DoneCallback = Callable[[int, list[int], str], None]
+#: (sample key, one line saying what went wrong, naming the URL).
+ErrorCallback = Callable[[int, str], None]
+
+ERROR_BODY_LIMIT = 2048  # bytes of an error response shown: evidence, not a flood
+
+
+def _json_loads() -> Callable[[bytes], Any]:
+    try:
+        import orjson
+
+        return orjson.loads
+    except ImportError:  # the stdlib parser takes bytes too
+        return json.loads
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """What the client needs from the backend's options (see ``openai_backend``)."""
+
+    urls: tuple[str, ...]
+    model: str
+    api: Literal["completions", "chat"] = "completions"
+    prompt_as: Literal["ids", "text"] = "ids"
+    token_source: TokenSource = "engine"
+    max_tokens: int = 64
+    min_tokens: int = 0
+    api_key: str | None = None
+    verify_tls: bool = True
+    connect_timeout_s: float = 10.0
+    first_byte_timeout_s: float = 60.0
+    total_timeout_s: float = 600.0
+    max_in_flight: int = 128
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def path(self) -> str:
+        return "/v1/chat/completions" if self.api == "chat" else "/v1/completions"
+
+    def body(self, prompt: Sequence[int] | str) -> dict[str, Any]:
+        """One streaming request for ``prompt`` (ids, or text where ``prompt_as`` says)."""
+        body: dict[str, Any] = {"model": self.model, "stream": True, "temperature": 0.0,
+                                "max_tokens": self.max_tokens,
+                                "stream_options": {"include_usage": True}}
+        if self.api == "chat":
+            body["messages"] = [{"role": "user", "content": prompt}]
+        else:
+            body["prompt"] = list(prompt) if not isinstance(prompt, str) else prompt
+        if self.min_tokens:
+            body["min_tokens"] = self.min_tokens
+        if self.token_source == "engine":
+            body["return_token_ids"] = True
+        body.update(self.extra_body)
+        return body
+
+
+class StreamError(Exception):
+    """One request failed; the message names what and is shown as it is."""
+
+
+@dataclass
+class StreamState:
+    """What one response has carried so far."""
+
+    ids: list[int] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    usage: int | None = None
+    finish_reason: str | None = None
+    chunks: int = 0
+    first_sent: bool = False
+
+
+def read_event(state: StreamState, payload: Any, chat: bool) -> bool:
+    """Fold one decoded ``data:`` event into ``state``; True if it carried output."""
+    if not isinstance(payload, dict):
+        raise StreamError(f"an event is not a JSON object: {str(payload)[:200]}")
+    if "error" in payload:
+        raise StreamError(f"the server sent an error event: {str(payload['error'])[:300]}")
+    usage = payload.get("usage")
+    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+        state.usage = usage["completion_tokens"]
+    choices = payload.get("choices")
+    if not isinstance(choices, list):
+        raise StreamError(f"an event has no 'choices' list: {str(payload)[:200]}")
+    carried = False
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise StreamError(f"a choice is not a JSON object: {str(choice)[:200]}")
+        ids = choice.get("token_ids")
+        if ids:
+            if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+                raise StreamError(f"'token_ids' is not a list of integers: {str(ids)[:200]}")
+            state.ids.extend(ids)
+            carried = True
+        text = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
+        if text:
+            state.text.append(text)
+            carried = True
+        if choice.get("finish_reason"):
+            state.finish_reason = choice["finish_reason"]
+    state.chunks += 1
+    return carried
+
+
+class EndpointClient:
+    """Streams each submitted prompt from the least busy server; see the module docstring.
+
+    ``submit`` may be called from any thread (LoadGen's); the callbacks run on the
+    client's loop thread. ``close`` cancels what is in flight and returns within about
+    a second.
+    """
+
+    def __init__(self, settings: ClientSettings, encode: Callable[[str], list[int]],
+                 decode: Callable[[list[int]], str], on_first: FirstCallback | None,
+                 on_done: DoneCallback, on_error: ErrorCallback) -> None:
+        self.settings = settings
+        self._encode, self._decode = encode, decode
+        self._on_first, self._on_done, self._on_error = on_first, on_done, on_error
+        self._loads = _json_loads()
+        self._outstanding = dict.fromkeys(settings.urls, 0)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._session: Any = None
+        self._limit: asyncio.Semaphore | None = None
+        self._thread: threading.Thread | None = None
+        self.chunks = 0
+        self.requests = 0
+
+    # -- the loop thread ---------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._serve, name="endpoint-client",
+                                        daemon=True)
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise StreamError("the endpoint client's event loop did not start")
+
+    def _serve(self) -> None:
+        try:
+            import uvloop
+
+            loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+        except ImportError:
+            loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(self._open())
+        self._ready.set()
+        loop.run_forever()
+        loop.run_until_complete(self._shut())
+        loop.close()
+
+    async def _open(self) -> None:
+        import aiohttp
+
+        s = self.settings
+        connector = aiohttp.TCPConnector(limit=s.max_in_flight, ssl=s.verify_tls,
+                                         keepalive_timeout=60)
+        timeout = aiohttp.ClientTimeout(total=s.total_timeout_s, sock_connect=s.connect_timeout_s,
+                                        sock_read=s.first_byte_timeout_s)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
+                                              headers=s.headers())
+        self._limit = asyncio.Semaphore(s.max_in_flight)
+
+    async def _shut(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=1.0)
+        if self._session is not None:
+            await self._session.close()
+
+    # -- requests ----------------------------------------------------------------------
+    def submit(self, items: Sequence[tuple[int, Sequence[int]]]) -> None:
+        """Stream each (key, prompt ids); thread-safe."""
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._spawn, list(items))
+
+    def _spawn(self, items: list[tuple[int, Sequence[int]]]) -> None:
+        for key, prompt in items:
+            task = asyncio.ensure_future(self._request(key, prompt))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _pick(self) -> str:
+        url = min(self._outstanding, key=self._outstanding.__getitem__)  # least outstanding
+        self._outstanding[url] += 1
+        return url
+
+    async def _request(self, key: int, prompt: Sequence[int]) -> None:
+        assert self._limit is not None
+        async with self._limit:
+            url = self._pick()
+            try:
+                ids, source = await self._stream(url, key, prompt)
+            except asyncio.CancelledError:
+                raise
+            except StreamError as exc:
+                self._on_error(key, scrub(f"{url}{self.settings.path()}: sample {key}: {exc}",
+                                          self.settings))
+                return
+            except Exception as exc:  # aiohttp's and the socket's: one line each
+                self._on_error(key, f"{url}{self.settings.path()}: sample {key}: "
+                               f"{_describe(exc, self.settings)}")
+                return
+            finally:
+                self._outstanding[url] -= 1
+            self._on_done(key, ids, source)
+
+    async def _stream(self, url: str, key: int, prompt: Sequence[int]) -> tuple[list[int], str]:
+        s = self.settings
+        text_prompt = s.prompt_as == "text" or s.api == "chat"
+        body = s.body(self._decode(list(prompt)) if text_prompt else prompt)
+        self.requests += 1
+        async with self._session.post(url + s.path(), json=body) as response:
+            if response.status != 200:
+                raw = await response.content.read(ERROR_BODY_LIMIT)
+                raise StreamError(f"HTTP {response.status}: "
+                                  f"{raw.decode('utf-8', 'replace').strip()[:500]}")
+            state = StreamState()
+            chat, done = s.api == "chat", False
+            async for line in response.content:
+                if not line.startswith(b"data:"):
+                    continue  # blank separators, comments, other fields
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    done = True
+                    break
+                try:
+                    payload = self._loads(data)
+                except ValueError as exc:
+                    raise StreamError(f"malformed JSON in an event: {data[:200]!r}") from exc
+                if read_event(state, payload, chat) and not state.first_sent:
+                    state.first_sent = True
+                    if self._on_first is not None:
+                        self._on_first(key, self._ids(state) or [0])
+            self.chunks += state.chunks
+            if not done:
+                raise StreamError(f"the stream ended after {state.chunks} events without "
+                                  "'data: [DONE]' (cut off)")
+        return self._finish(state)
+
+    def _ids(self, state: StreamState) -> list[int]:
+        if self.settings.token_source == "engine":
+            return state.ids
+        return self._encode("".join(state.text))
+
+    def _finish(self, state: StreamState) -> tuple[list[int], str]:
+        s = self.settings
+        if s.token_source == "engine" and state.text and not state.ids:
+            raise StreamError("the server streamed text but no token ids; set "
+                              "backend.openai.token_source = \"tokenizer\" for this engine")
+        ids = self._ids(state)
+        if state.usage is not None and state.usage != len(ids):
+            raise StreamError(f"the server reports {state.usage} completion tokens but "
+                              f"streamed {len(ids)} ({s.token_source} ids)")
+        if not ids:
+            raise StreamError("the server returned no output tokens")
+        return ids, s.token_source
+
+    def close(self) -> None:
+        """Cancel every request in flight and stop the loop (about a second at most)."""
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+
+
+def _describe(exc: BaseException, settings: ClientSettings) -> str:
+    """One line for a transport failure; the API key never appears in it."""
+    if isinstance(exc, asyncio.TimeoutError | TimeoutError):
+        text = (f"no response data within {settings.first_byte_timeout_s:g} s, or the "
+                f"request took over {settings.total_timeout_s:g} s (timeout)")
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    with contextlib.suppress(IndexError):
+        text = text.splitlines()[0]
+    return scrub(text, settings)
+
+
+def scrub(text: str, settings: ClientSettings) -> str:
+    """``text`` without the API key (a server may echo a request's headers)."""
+    return text.replace(settings.api_key, "***") if settings.api_key else text

@@ -1,0 +1,121 @@
+"""``openai``: an LLM card's samples streamed from OpenAI-compatible servers.
+
+The registry entry and ``[backend.openai]`` options. An engine (vLLM, SGLang,
+TensorRT-LLM, llama.cpp, ``transformers serve``) serves the model; LoadGen issues the
+queries and each sample becomes one streaming request (``endpoint_client``). Before
+LoadGen starts, ``check`` (``endpoint_check``) makes sure each server answers, lists the
+model and round-trips one short request; what the servers say they are is recorded.
+
+The API key is read from the environment variable ``api_key_env`` names, at the moment
+it is needed: the options (and so ``config.json``, ``result.json`` and a bundle) hold the
+variable's name, never the key.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from suite.backends.base import BackendBase, BackendInfo, BackendOptions
+from suite.errors import BackendError, ConfigError
+from suite.llm.card import LLMCard
+from suite.llm.endpoint_client import ClientSettings, TokenSource
+
+
+class OpenAIOptions(BackendOptions):
+    """``[backend.openai]`` options."""
+
+    urls: list[str] = Field(default_factory=list, description="base URLs of the servers "
+                            "(http://host:port, without /v1); several: each request goes to "
+                            "the one with the fewest requests outstanding")
+    model: str = Field(default="", description="the model name the server serves "
+                       "(as /v1/models lists it); empty: the card's name")
+    api: Literal["completions", "chat"] = Field(
+        default="completions", description="/v1/completions (prompt as token ids or text) "
+        "or /v1/chat/completions (the server applies the model's chat template)")
+    prompt_as: Literal["ids", "text"] = Field(
+        default="ids", description="send the prompt as the card tokenizer's ids (vLLM, "
+        "llama.cpp) or as text")
+    token_source: TokenSource = Field(
+        default="engine", description="output token ids: 'engine' (the ids the server "
+        "streams: vLLM's return_token_ids) or 'tokenizer' (the card's tokenizer on the "
+        "streamed text, for engines that return no ids)")
+    min_tokens_field: bool = Field(default=True, description="send the card's minimum "
+                                   "output length as min_tokens (vLLM, SGLang); engines "
+                                   "that reject unknown fields need false")
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="fields added to "
+                                       "every request body (engine-specific)")
+    api_key_env: str = Field(default="", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$|^$",
+                             description="the environment variable holding the API key "
+                                         "(the key itself is never written anywhere)")
+    insecure: bool = Field(default=False, description="skip TLS certificate verification "
+                           "(the run is then not submittable)")
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    first_byte_timeout_s: float = Field(default=120.0, gt=0, description="longest wait for "
+                                        "the response or for the next data of a stream")
+    total_timeout_s: float = Field(default=600.0, gt=0, description="longest one request")
+    max_in_flight: int = Field(default=256, ge=1, le=65536, description="requests in "
+                               "flight at once, over all servers")
+
+    @field_validator("urls")
+    @classmethod
+    def _urls(cls, urls: list[str]) -> list[str]:
+        out = []
+        for url in urls:
+            url = url.rstrip("/")
+            if url.endswith("/v1"):
+                url = url[:-3]
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"{url!r}: a URL starts with http:// or https://")
+            out.append(url)
+        return out
+
+
+class OpenAIBackend(BackendBase):
+    """Streams completions from OpenAI-compatible servers (see the module docstring)."""
+
+    name = "openai"
+    Options = OpenAIOptions
+    requires: ClassVar[tuple[tuple[str, str], ...]] = (("aiohttp", "aiohttp"),)
+    extra = "openai"
+
+    def load(self, card: object, max_batch_size: int) -> BackendInfo:
+        raise BackendError("backend 'openai' runs text-generation cards only",
+                           hint="use --backend openai with an LLM benchmark (tinylm)")
+
+    @property
+    def opts(self) -> OpenAIOptions:
+        assert isinstance(self.options, OpenAIOptions)
+        return self.options
+
+    def api_key(self) -> str | None:
+        """The key from ``api_key_env``; a named variable that is unset is an error."""
+        name = self.opts.api_key_env
+        if not name:
+            return None
+        key = os.environ.get(name)
+        if not key:
+            raise ConfigError(f"backend.openai.api_key_env = {name!r}, but ${name} is not "
+                              "set", hint=f"export {name}=... before the run")
+        return key
+
+    def settings(self, card: LLMCard) -> ClientSettings:
+        """The client's settings for ``card`` (its output length bounds, its name)."""
+        o = self.opts
+        if not o.urls:
+            raise ConfigError("backend.openai.urls is empty",
+                              hint="give the server: --url http://127.0.0.1:8000 (or set "
+                                   "backend.openai.urls)")
+        return ClientSettings(
+            urls=tuple(o.urls), model=o.model or card.name, api=o.api, prompt_as=o.prompt_as,
+            token_source=o.token_source, max_tokens=card.generation.max_new_tokens,
+            min_tokens=card.generation.min_new_tokens if o.min_tokens_field else 0,
+            api_key=self.api_key(), verify_tls=not o.insecure,
+            connect_timeout_s=o.connect_timeout_s, first_byte_timeout_s=o.first_byte_timeout_s,
+            total_timeout_s=o.total_timeout_s, max_in_flight=o.max_in_flight,
+            extra_body=dict(o.extra_body))
+
+    def make_completer(self) -> object | None:
+        return None  # the harness's TokenCompleter

@@ -1,0 +1,176 @@
+"""A synthetic OpenAI-compatible streaming endpoint, for client benches and fault tests.
+
+Built on aiohttp's web server. It answers ``/v1/models``, ``/version`` and streaming
+``/v1/completions`` with made-up tokens after a fixed or random time to first token,
+inter-token delay and output length, one or several tokens per SSE chunk, with
+``token_ids`` in each chunk (as vLLM's ``return_token_ids``) and the usage chunk. It is
+a stand-in for a server's *timing* and *protocol* only, never for an engine in a test
+of accuracy: its tokens mean nothing.
+
+Faults (``--fault``), each applied to every ``--fault-every``-th request (1: all):
+``http-500``, ``http-429``, ``cut`` (the connection closes mid-stream), ``bad-json``,
+``no-done`` (the stream ends without ``[DONE]``), ``short-usage`` (usage reports one
+token more than streamed), ``stall`` (no data after the first chunk), ``die`` (the
+process exits mid-stream).
+
+    python -m suite.serve.synthetic_llm --port 0 --ttft-ms 5 --itl-ms 1 --tokens 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import random
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+FAULTS = ("none", "http-500", "http-429", "cut", "bad-json", "no-done", "short-usage",
+          "stall", "die")
+
+
+@dataclass
+class Behaviour:
+    """How the endpoint answers (see the module docstring)."""
+
+    model: str = "tinylm"
+    ttft_ms: float = 0.0
+    ttft_jitter_ms: float = 0.0
+    itl_ms: float = 0.0
+    tokens: int = 64
+    tokens_jitter: int = 0
+    chunk_tokens: int = 1
+    vocab: int = 83
+    fault: str = "none"
+    fault_every: int = 1
+    seed: int = 0
+
+
+def _dumps() -> Any:
+    try:
+        import orjson
+
+        return orjson.dumps
+    except ImportError:
+        import json
+
+        return lambda obj: json.dumps(obj).encode()
+
+
+def make_app(behaviour: Behaviour) -> Any:
+    """The aiohttp application serving ``behaviour``."""
+    from aiohttp import web
+
+    dumps = _dumps()
+    rng = random.Random(behaviour.seed)
+    counter = itertools.count(1)
+
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [
+            {"id": behaviour.model, "object": "model", "owned_by": "synthetic",
+             "max_model_len": 192}]})
+
+    async def version(request: web.Request) -> web.Response:
+        return web.json_response({"version": "synthetic-1"})
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        number = next(counter)
+        fault = behaviour.fault if number % behaviour.fault_every == 0 else "none"
+        if body.get("model") != behaviour.model:
+            return web.json_response({"error": {"message": f"model {body.get('model')!r} "
+                                      "does not exist", "code": 404}}, status=404)
+        if fault in ("http-500", "http-429"):
+            status = int(fault[-3:])
+            return web.json_response({"error": {"message": f"synthetic {status}"}},
+                                     status=status)
+        wanted = int(body.get("max_tokens") or behaviour.tokens)
+        count = min(wanted, max(1, behaviour.tokens + rng.randint(-behaviour.tokens_jitter,
+                                                                  behaviour.tokens_jitter)))
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        delay = (behaviour.ttft_ms + rng.uniform(0, behaviour.ttft_jitter_ms)) / 1000
+        if delay:
+            await asyncio.sleep(delay)
+        sent = 0
+        while sent < count:
+            n = min(behaviour.chunk_tokens, count - sent)
+            ids = [(sent + k) % (behaviour.vocab - 1) + 1 for k in range(n)]  # never EOS (0)
+            sent += n
+            chunk = {"id": f"cmpl-{number}", "object": "text_completion", "choices": [
+                {"index": 0, "text": "x" * n, "token_ids": ids,
+                 "finish_reason": "length" if sent >= count else None}]}
+            if fault == "bad-json" and sent > n:
+                await response.write(b"data: {not json\n\n")
+            else:
+                await response.write(b"data: " + dumps(chunk) + b"\n\n")
+            if sent == n and fault in ("cut", "die", "stall"):
+                if fault == "die":
+                    os._exit(3)
+                if fault == "stall":
+                    await asyncio.sleep(3600)
+                request.transport.close() if request.transport else None
+                return response
+            if behaviour.itl_ms and sent < count:
+                await asyncio.sleep(behaviour.itl_ms / 1000)
+        usage = count + (1 if fault == "short-usage" else 0)
+        await response.write(b"data: " + dumps({"id": f"cmpl-{number}", "choices": [],
+                             "usage": {"prompt_tokens": len(body.get("prompt") or []),
+                                       "completion_tokens": usage}}) + b"\n\n")
+        if fault != "no-done":
+            await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/version", version)
+    app.router.add_post("/v1/completions", completions)
+    return app
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0: a free port (printed)")
+    parser.add_argument("--model", default="tinylm")
+    parser.add_argument("--ttft-ms", type=float, default=0.0)
+    parser.add_argument("--ttft-jitter-ms", type=float, default=0.0)
+    parser.add_argument("--itl-ms", type=float, default=0.0)
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--tokens-jitter", type=int, default=0)
+    parser.add_argument("--chunk-tokens", type=int, default=1)
+    parser.add_argument("--fault", choices=FAULTS, default="none")
+    parser.add_argument("--fault-every", type=int, default=1)
+    args = parser.parse_args(argv)
+    behaviour = Behaviour(model=args.model, ttft_ms=args.ttft_ms,
+                          ttft_jitter_ms=args.ttft_jitter_ms, itl_ms=args.itl_ms,
+                          tokens=args.tokens, tokens_jitter=args.tokens_jitter,
+                          chunk_tokens=args.chunk_tokens, fault=args.fault,
+                          fault_every=max(1, args.fault_every))
+    return asyncio.run(_serve(behaviour, args.host, args.port))
+
+
+async def _serve(behaviour: Behaviour, host: str, port: int) -> int:
+    from aiohttp import web
+
+    runner = web.AppRunner(make_app(behaviour), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound = runner.addresses[0][1]
+    print(f"http://{host}:{bound}", flush=True)  # the first line: the URL
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit(130)
