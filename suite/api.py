@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from suite.llm.export import ExportCheck
     from suite.models import ModelCard
     from suite.serve.launcher import Replica
+    from suite.serve.llm_engines import RunningEngine
     from suite.submission.bundle.verify import Verification
 
 __all__ = ["EXIT_CODES", "ConfigRequest", "ExportResult", "PackageResult", "SignResult",
@@ -279,3 +280,35 @@ def first_exited(running: list[Replica], poll_s: float = 0.5) -> Replica:
     while all(r.process.poll() is None for r in running):
         time.sleep(poll_s)
     return next(r for r in running if r.process.poll() is not None)
+
+
+@contextmanager
+def serve_llm(benchmark: str, engine: str, workdir: Path | None = None, *, port: int = 0,
+              host: str = "127.0.0.1", python: str | None = None,
+              model_dir: Path | None = None, paths: Paths | None = None,
+              timeout_s: float = 300.0) -> Iterator[RunningEngine]:
+    """An LLM card's model on a real engine while the block runs: exported (and checked)
+    into ``workdir`` unless ``model_dir`` is given, served on ``port`` (0: a free one),
+    stopped however the block ends."""
+    from suite.llm.card import is_llm_benchmark, load_llm_card
+    from suite.serve.launcher import free_port
+    from suite.serve.llm_engines import ENGINES, start_engine, stop_engine
+
+    paths = paths or find_paths()
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine '{engine}'", hint=f"choose {', '.join(ENGINES)}")
+    if not is_llm_benchmark(paths, benchmark):
+        raise ConfigError(f"benchmark '{benchmark}' is not a text-generation card",
+                          hint="--engine serves LLM benchmarks (tinylm)")
+    card = load_llm_card(paths, benchmark)
+    root = workdir or Path(tempfile.mkdtemp(prefix="suite-engine-"))
+    if model_dir is None:
+        model_dir = root / f"{card.name}-hf"
+        export(benchmark, model_dir, verify_samples=4, force=True, paths=paths)
+    running = start_engine(engine, model_dir, card.name, port or free_port(host),
+                           root / f"{engine}.log", host=host, python=python,
+                           max_model_len=card.architecture.block_size, timeout_s=timeout_s)
+    try:
+        yield running
+    finally:
+        stop_engine(running)

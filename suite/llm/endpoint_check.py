@@ -134,7 +134,7 @@ def _round_trip(settings: ClientSettings, url: str, prompt: list[int], encode: A
     client = EndpointClient(settings, encode, decode, None, on_done, on_error)
     client.start()
     try:
-        client.submit([(0, prompt)])
+        client.submit([(0, 0, prompt)])
         if not done.wait(timeout_s):
             raise BackendError(f"{url}: one short request did not finish in {timeout_s:g} s",
                                hint=HINT)

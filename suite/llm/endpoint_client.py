@@ -214,14 +214,15 @@ class EndpointClient:
             await self._session.close()
 
     # -- requests ----------------------------------------------------------------------
-    def submit(self, items: Sequence[tuple[int, Sequence[int]]]) -> None:
-        """Stream each (key, prompt ids); thread-safe."""
+    def submit(self, items: Sequence[tuple[int, int, Sequence[int]]]) -> None:
+        """Stream each (key, sample index, prompt ids); thread-safe. The index only names
+        the sample in an error."""
         assert self._loop is not None
         self._loop.call_soon_threadsafe(self._spawn, list(items))
 
-    def _spawn(self, items: list[tuple[int, Sequence[int]]]) -> None:
-        for key, prompt in items:
-            task = asyncio.ensure_future(self._request(key, prompt))
+    def _spawn(self, items: list[tuple[int, int, Sequence[int]]]) -> None:
+        for key, index, prompt in items:
+            task = asyncio.ensure_future(self._request(key, index, prompt))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -230,21 +231,20 @@ class EndpointClient:
         self._outstanding[url] += 1
         return url
 
-    async def _request(self, key: int, prompt: Sequence[int]) -> None:
+    async def _request(self, key: int, index: int, prompt: Sequence[int]) -> None:
         assert self._limit is not None
         async with self._limit:
             url = self._pick()
+            where = f"{url}{self.settings.path()}: sample {index} (query {key})"
             try:
                 ids, source = await self._stream(url, key, prompt)
             except asyncio.CancelledError:
                 raise
             except StreamError as exc:
-                self._on_error(key, scrub(f"{url}{self.settings.path()}: sample {key}: {exc}",
-                                          self.settings))
+                self._on_error(key, scrub(f"{where}: {exc}", self.settings))
                 return
             except Exception as exc:  # aiohttp's and the socket's: one line each
-                self._on_error(key, f"{url}{self.settings.path()}: sample {key}: "
-                               f"{_describe(exc, self.settings)}")
+                self._on_error(key, f"{where}: {_describe(exc, self.settings)}")
                 return
             finally:
                 self._outstanding[url] -= 1
@@ -315,6 +315,8 @@ def _describe(exc: BaseException, settings: ClientSettings) -> str:
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         text = (f"no response data within {settings.first_byte_timeout_s:g} s, or the "
                 f"request took over {settings.total_timeout_s:g} s (timeout)")
+    elif type(exc).__name__ in ("ClientPayloadError", "ServerDisconnectedError"):
+        text = f"the connection closed mid-stream (cut off): {type(exc).__name__}: {exc}"
     else:
         text = f"{type(exc).__name__}: {exc}"
     with contextlib.suppress(IndexError):

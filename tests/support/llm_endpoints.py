@@ -36,16 +36,17 @@ def synthetic(*args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
         proc.wait(timeout=10)
 
 
-def children_of(pid: int) -> list[int]:
-    """Live processes whose parent is ``pid`` (from /proc: no psutil needed)."""
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that mention ``text`` (a run's directory: its LoadGen
+    child is started with a spec file inside it), read from /proc."""
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.append(int(entry.name))
+        if text in cmdline:
+            found.append(cmdline.strip())
     return found

@@ -27,13 +27,28 @@ import click
               help="write a KServe InferenceService manifest here and exit")
 @click.option("--storage-uri", default="gs://YOUR-BUCKET/triton-repo", show_default=True,
               help="the manifest's storageUri: where the Triton repository was uploaded")
+@click.option("--engine", type=click.Choice(["vllm", "transformers"]),
+              help="an LLM card: export its model and serve it on this engine's "
+                   "OpenAI-compatible server (for --backend openai)")
+@click.option("--engine-python", metavar="PYTHON",
+              help="--engine: the interpreter that has the engine installed (default: "
+                   "$SUITE_ENGINE_PYTHON, else this one; `make engine-vllm` makes one)")
+@click.option("--port", default=0, type=click.IntRange(0, 65535),
+              help="--engine: the port (0: a free one)")
+@click.option("--model-dir", type=click.Path(path_type=Path, file_okay=False),
+              help="--engine: an exported model directory (default: export into --workdir)")
 def serve_command(benchmark: str, replicas: int, host: str, max_batch_size: int,
                   model_path: Path | None, workdir: Path | None,
                   write_triton_repo: Path | None, write_kserve_manifest: Path | None,
-                  storage_uri: str) -> int:
-    """Serve the benchmark's model on N MLServer replicas and print the endpoints."""
+                  storage_uri: str, engine: str | None, engine_python: str | None, port: int,
+                  model_dir: Path | None) -> int:
+    """Serve the benchmark's model on N MLServer replicas and print the endpoints;
+    with --engine, an LLM card's model on a real engine, printing its URL."""
     from suite import api
     from suite.cli.render import serving_lines
+
+    if engine is not None:
+        return _serve_engine(benchmark, engine, workdir, port, host, engine_python, model_dir)
 
     card = api.serve_card(benchmark, model_path)
     if write_triton_repo or write_kserve_manifest:
@@ -48,6 +63,30 @@ def serve_command(benchmark: str, replicas: int, host: str, max_batch_size: int,
         dead = api.first_exited(running)
         click.echo(f"replica {dead.grpc_url} exited (code {dead.process.returncode}); "
                    f"see {dead.log}", err=True)
+        return 1
+
+
+def _serve_engine(benchmark: str, engine: str, workdir: Path | None, port: int, host: str,
+                  python: str | None, model_dir: Path | None) -> int:
+    """Serve until Ctrl-C (exit 130) or until the engine exits on its own (exit 1)."""
+    import time
+
+    from suite import api
+
+    with api.serve_llm(benchmark, engine, workdir, port=port, host=host, python=python,
+                       model_dir=model_dir) as running:
+        click.echo(f"{benchmark} served by {engine} at {running.url} (model "
+                   f"'{running.model}'; log {running.log})")
+        click.echo(f"  suite run --benchmark {benchmark} --backend openai --url {running.url}")
+        click.echo("Ctrl-C stops it.")
+        try:
+            while running.process.poll() is None:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            click.echo(f"stopping {engine}", err=True)
+            return 130
+        click.echo(f"{engine} exited (code {running.process.returncode}); see {running.log}",
+                   err=True)
         return 1
 
 

@@ -61,7 +61,7 @@ class EndpointSystemUnderTest:
                 return
             self._outstanding.update(ids)
         prompts = self.dataset.prompts
-        self.client.submit([(qid, prompts[i]) for qid, i in zip(ids, indices, strict=True)])
+        self.client.submit([(qid, i, prompts[i]) for qid, i in zip(ids, indices, strict=True)])
 
     def flush(self) -> None:
         """Nothing is held back: every sample is on its way when issued."""
