@@ -43,11 +43,10 @@ run: $(VENV)/.core
 
 # Everything, in parallel (pytest-xdist; two workers suit a busy 2-core machine: the
 # integration tests wait on LoadGen children and servers more than they compute).
-# loadgroup: the tests of one xdist_group (the vLLM engine's) share one worker, so the
-# engine starts once. Its tests use $(ENGINE_VENV) when `make engine-vllm` made it.
+# The vLLM tests use $(ENGINE_VENV) when `make engine-vllm` made it.
 TEST_WORKERS ?= 2
 test: $(VENV)/.dev
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(ARGS)
 
 # vLLM's CPU build in an environment of its own (it pins its own stack): the engine the
 # openai backend's integration tests start (`suite serve tinylm --engine vllm`). Its

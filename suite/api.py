@@ -137,6 +137,9 @@ class TuneOptions:
     steps: int = 6
     max_qps: float | None = None
     fresh: bool = False
+    #: LLM benchmarks: the Offline concurrency sweep, and the openai backend's servers.
+    concurrency: tuple[int, ...] = (1, 4, 16, 64)
+    urls: tuple[str, ...] = ()
 
     @classmethod
     def quick(cls, **changes: Any) -> TuneOptions:
@@ -147,7 +150,8 @@ class TuneOptions:
     @classmethod
     def from_text(cls, *, scenarios: tuple[str, ...] = (), batch_sizes: str = "1,4,16",
                   worker_counts: str = "", worker_models: str = "", quick: bool = False,
-                  given: frozenset[str] = frozenset(), **values: Any) -> TuneOptions:
+                  given: frozenset[str] = frozenset(), concurrency: str = "1,4,16,64",
+                  **values: Any) -> TuneOptions:
         """The options as the command line spells them: comma-separated lists, scenario
         names, and ``quick`` (its sizes, except for the options named in ``given``)."""
         models = tuple(m.strip() for m in worker_models.split(",") if m.strip())
@@ -157,7 +161,8 @@ class TuneOptions:
         options = cls(scenarios=tuple(Scenario(s) for s in scenarios) or tuple(Scenario),
                       batch_sizes=tuple(_int_list("--batch-sizes", batch_sizes)),
                       worker_counts=tuple(_int_list("--workers", worker_counts)),
-                      worker_models=models, **values)
+                      worker_models=models,
+                      concurrency=tuple(_int_list("--concurrency", concurrency)), **values)
         if quick:
             small = cls.quick()
             options = dataclasses.replace(options, **{
@@ -182,9 +187,17 @@ def tune(options: TuneOptions, *, say: Callable[[str], None] = lambda message: N
          paths: Paths | None = None) -> TuneReport:
     """Find and record the settings this system sustains (see ``suite.harness.tune``)."""
     from suite.harness.tune import tune as run_tune
+    from suite.llm.card import is_llm_benchmark
 
     paths = paths or find_paths()
     o = options
+    if is_llm_benchmark(paths, o.benchmark):
+        from suite.harness.llm.sweep import tune_llm
+
+        sets: dict[str, Any] = {"backend.openai.urls": list(o.urls)} if o.urls else {}
+        return tune_llm(paths, o.benchmark, o.backend, list(o.scenarios), o.system,
+                        (o.runs_dir or paths.runs).resolve(), list(o.concurrency), o.steps,
+                        o.fresh, say, sets)
     return run_tune(paths, o.benchmark, o.backend, list(o.scenarios), o.system,
                     (o.runs_dir or paths.runs).resolve(), o.probe_ms, o.confirm_ms,
                     list(o.batch_sizes), o.steps, o.fresh, say, list(o.worker_counts),

@@ -143,3 +143,9 @@ def read_limited(path: Path, limit: int, what: str) -> bytes:
         raise InputTooLarge(f"{path} is larger than a {what} can be ({limit:,} bytes)",
                             hint=f"check the path: it should name a {what}")
     return data
+
+
+def sweep_path(runs_dir: Path, system: str, benchmark: str, backend: str) -> Path:
+    """Where ``suite tune`` keeps an LLM sweep's points (the HTML report reads them)."""
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in backend)
+    return runs_dir / "tune-sweeps" / f"{system}_{benchmark}_{safe}.json"

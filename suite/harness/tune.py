@@ -329,27 +329,33 @@ class Tuner:
         self.report.choices.setdefault(scenario, []).append(Choice(key, value, why))
 
     def write(self) -> Path:
-        path = tuned_settings_path(self.paths, self.system, self.backend)
-        lines = [f"# Settings `suite tune` found for {self.benchmark} on {self.backend}, system "
-                 f"'{self.system}'.", "# `suite run` applies them after scenarios/<scenario>.toml;"
-                 " each value says where it came from.", ""]
-        existing = path.read_text(encoding="utf-8") if path.is_file() else ""
-        for scenario, choices in self.report.choices.items():
-            sections: dict[str, list[Choice]] = {}
-            for choice in choices:
-                sections.setdefault(choice.key.split(".")[0], []).append(choice)
-            for section, items in sections.items():
-                lines.append(f"[benchmarks.{self.benchmark}.scenarios.{scenario}.{section}]")
-                for item in items:
-                    lines.append(f"# {item.why}")
-                    lines.append(f"{item.key.split('.', 1)[1]} = {item.value!r}")
-                lines.append("")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if existing:  # keep the previous file: nothing is silently overwritten
-            path.with_suffix(f".toml.{time.strftime('%Y%m%dT%H%M%S')}.bak").write_text(existing)
-        path.write_text("\n".join(lines), encoding="utf-8")
-        self.report.settings_file = path
-        return path
+        return write_settings(self.paths, self.report)
+
+
+def write_settings(paths: Paths, report: TuneReport) -> Path:
+    """Write ``report``'s choices where ``suite run`` picks them up (a previous file is kept
+    as a dated ``.bak``: nothing is silently overwritten)."""
+    path = tuned_settings_path(paths, report.system, report.backend)
+    lines = [f"# Settings `suite tune` found for {report.benchmark} on {report.backend}, "
+             f"system '{report.system}'.", "# `suite run` applies them after "
+             "scenarios/<scenario>.toml; each value says where it came from.", ""]
+    existing = path.read_text(encoding="utf-8") if path.is_file() else ""
+    for scenario, choices in report.choices.items():
+        sections: dict[str, list[Choice]] = {}
+        for choice in choices:
+            sections.setdefault(choice.key.split(".")[0], []).append(choice)
+        for section, items in sections.items():
+            lines.append(f"[benchmarks.{report.benchmark}.scenarios.{scenario}.{section}]")
+            for item in items:
+                lines.append(f"# {item.why}")
+                lines.append(f"{item.key.split('.', 1)[1]} = {item.value!r}")
+            lines.append("")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if existing:
+        path.with_suffix(f".toml.{time.strftime('%Y%m%dT%H%M%S')}.bak").write_text(existing)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    report.settings_file = path
+    return path
 
 
 def tune(paths: Paths, benchmark: str, backend: str, scenarios: list[Scenario],

@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from suite.errors import BackendError
+
 TokenSource = Literal["engine", "tokenizer"]
 
 #: (sample key, output token ids so far): the first chunk that carries output.
@@ -97,7 +99,7 @@ class ClientSettings:
         return body
 
 
-class StreamError(Exception):
+class StreamError(BackendError):
     """One request failed; the message names what and is shown as it is."""
 
 

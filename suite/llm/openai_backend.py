@@ -57,7 +57,11 @@ class OpenAIOptions(BackendOptions):
                                         "the response or for the next data of a stream")
     total_timeout_s: float = Field(default=600.0, gt=0, description="longest one request")
     max_in_flight: int = Field(default=256, ge=1, le=65536, description="requests in "
-                               "flight at once, over all servers")
+                               "flight at once, over all servers (per client process)")
+    client_workers: int = Field(default=-1, ge=-1, le=64, description="client processes "
+                                "that stream the requests, each with its own event loop and "
+                                "connections; 0: a thread in LoadGen's process; -1: one per "
+                                "four cores (at least one)")
 
     @field_validator("urls")
     @classmethod

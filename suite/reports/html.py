@@ -81,6 +81,9 @@ class RunView:
     sweep_png: str = ""
     sweep: list[dict[str, Any]] = field(default_factory=list)
     sweep_note: str = ""
+    #: LLM benchmarks: ``suite tune``'s sweep points (throughput against token latency).
+    llm_sweep: list[dict[str, Any]] = field(default_factory=list)
+    llm_sweep_png: str = ""
 
 
 def load_result(run_dir: Path) -> RunResult:
@@ -240,6 +243,22 @@ def tune_sweep(run_dir: Path, result: RunResult, config: dict[str, Any]
     return rows, note
 
 
+def llm_sweep(run_dir: Path, result: RunResult, config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The points of ``suite tune``'s LLM sweep for this run's benchmark, backend and
+    system (``harness.llm.sweep``), where the runs directory holds one."""
+    from suite.paths import sweep_path
+
+    homes = {run_dir.parent, Path(config.get("runs_dir", run_dir.parent))}
+    homes |= {home.parent for home in homes if home.name == "tune-probes"}
+    for home in sorted(homes):
+        path = sweep_path(home, str(config.get("system", "")), result.benchmark,
+                          result.backend)
+        points = _json(path).get("points")
+        if isinstance(points, list) and points:
+            return [p for p in points if isinstance(p, dict) and p.get("tokens_per_s")]
+    return []
+
+
 def run_view(run_dir: Path) -> RunView:
     """Everything the page shows for one run directory."""
     from suite.reports import plots as report_plots
@@ -258,7 +277,11 @@ def run_view(run_dir: Path) -> RunView:
                                                            test.accuracy.target)
                       for test in result.tests if test.accuracy is not None},
     )
-    if result.scenario == Scenario.SERVER.value:
+    if any(t.performance is not None and t.performance.tokens for t in result.tests):
+        view.llm_sweep = llm_sweep(run_dir, result, config)
+        if view.llm_sweep:
+            view.llm_sweep_png = report_plots.llm_pareto(view.llm_sweep)
+    elif result.scenario == Scenario.SERVER.value:
         view.sweep, view.sweep_note = tune_sweep(run_dir, result, config)
         if view.sweep:
             bound = config.get("loadgen", {}).get("latency_bound_ms")

@@ -152,6 +152,38 @@ def tune_sweep(points: Sequence[SweepPoint], bound_ms: float | None) -> str:
     return _data_uri(figure)
 
 
+def llm_pareto(points: Sequence[dict[str, Any]]) -> str:
+    """Tokens/s against TTFT p99 and TPOT p99 (two panels) for an LLM tune sweep's Server
+    probes, VALID filled and INVALID hollow; Offline's sweep (no token latencies) is drawn
+    as tokens/s against its concurrency on a third panel."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(10.5, 3.4), layout="constrained")
+    server = [p for p in points if p.get("scenario") == "server" and p.get("ttft_p99_ms")]
+    offline = [p for p in points if p.get("scenario") == "offline"]
+    panels = figure.subplots(1, 3)
+    for axes, key, label in ((panels[0], "ttft_p99_ms", "TTFT p99 (ms)"),
+                             (panels[1], "tpot_p99_ms", "TPOT p99 (ms)")):
+        for valid in (True, False):
+            chosen = [p for p in server if bool(p["valid"]) is valid and p.get(key)]
+            axes.scatter([p[key] for p in chosen], [p["tokens_per_s"] for p in chosen],
+                         edgecolors="C0", facecolors="C0" if valid else "none",
+                         label="VALID" if valid else "INVALID")
+        axes.set_xlabel(label)
+        axes.set_ylabel("completed tokens/s")
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=7)
+    setting = next((k for k in ("backend.openai.max_in_flight", "sut.max_batch_size")
+                    if offline and k in offline[0]), "")
+    mine = sorted((p for p in offline if setting in p), key=lambda p: p[setting])
+    panels[2].plot([p[setting] for p in mine], [p["tokens_per_s"] for p in mine],
+                   marker="o", color="C1")
+    panels[2].set_xlabel(f"Offline: {setting or 'concurrency'}")
+    panels[2].set_ylabel("tokens/s")
+    panels[2].grid(alpha=0.3)
+    return _data_uri(figure)
+
+
 def accuracy_bar(metric: str, value: float, target: float) -> str:
     """The measured accuracy as a bar, with the round's target as a line."""
     figure, axes = _figure(6.0, 1.6)

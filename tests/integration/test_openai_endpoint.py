@@ -169,3 +169,27 @@ def test_ctrl_c_cancels_the_requests_in_flight_and_exits_promptly(tmp_path: Path
     run_dir = only_run_dir(tmp_path)
     assert (run_dir / "STATUS").read_text().startswith("INTERRUPTED")
     assert processes_mentioning(str(run_dir)) == []
+
+
+def test_tune_sweeps_concurrency_and_rate_and_the_report_draws_it(tmp_path: Path) -> None:
+    with synthetic("--tokens", "8") as (url, _):
+        done = run_cli("tune", "--benchmark", "tinylm", "--backend", "openai", "--url", url,
+                       "--scenario", "server", "--concurrency", "2,8", "--steps", "1",
+                       "--runs-dir", str(tmp_path), "--system", "sweepbox", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    sweep = json.loads((tmp_path / "tune-sweeps" / "sweepbox_tinylm_openai.json").read_text())
+    offline = [p for p in sweep["points"] if p["scenario"] == "offline"]
+    server = [p for p in sweep["points"] if p["scenario"] == "server"]
+    assert [p["backend.openai.max_in_flight"] for p in offline] == [2, 8]
+    assert all(p["tokens_per_s"] > 0 for p in offline)
+    assert server and all(p["ttft_p99_ms"] is not None and p["tpot_p99_ms"] is not None
+                          for p in server)
+    assert any(p["valid"] for p in server)  # the chosen rate is a VALID probe's
+    assert "loadgen.target_qps" in done.stdout
+    probe = Path(server[0]["run_dir"])
+    page = tmp_path / "report.html"
+    shown = run_cli("report", "--html", str(page), str(probe))
+    assert shown.returncode == 0, shown.stderr
+    html = page.read_text()
+    assert "LLM tune sweep: throughput against token latency" in html
+    assert html.count("<tr><td>server</td>") == len(server)

@@ -30,13 +30,18 @@ import click
 @click.option("--steps", default=6, show_default=True, help="Server bisection steps")
 @click.option("--max-qps", type=click.FloatRange(min=0, min_open=True),
               help="highest Server target_qps a probe may ask for (default: the Offline rate)")
+@click.option("--concurrency", default="1,4,16,64", show_default=True,
+              help="LLM benchmarks: the Offline sweep's requests in flight (openai) or live "
+              "sequences (torch-llm), comma-separated")
+@click.option("--url", "urls", multiple=True, metavar="URL",
+              help="--backend openai: a server's base URL (repeat for replicas)")
 @click.option("--fresh", is_flag=True, help="ignore cached probes")
 @click.option("--quick", is_flag=True, help="1 s probes and confirming runs, fewer candidates: "
               "a smoke test of the search, not a tuning")
 def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], system: str | None,
                  runs_dir: Path | None, probe_ms: int, confirm_ms: int | None, batch_sizes: str,
                  worker_counts: str, worker_models: str, steps: int, max_qps: float | None,
-                 fresh: bool, quick: bool) -> int:
+                 concurrency: str, urls: tuple[str, ...], fresh: bool, quick: bool) -> int:
     """Find Offline expected QPS, stream latency hints and the highest VALID Server rate."""
     from rich.markup import escape
 
@@ -48,7 +53,7 @@ def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], syste
         scenarios=scenarios, batch_sizes=batch_sizes, worker_counts=worker_counts,
         worker_models=worker_models, quick=quick, benchmark=benchmark, backend=backend,
         system=system, runs_dir=runs_dir, probe_ms=probe_ms, confirm_ms=confirm_ms,
-        steps=steps, max_qps=max_qps, fresh=fresh,
+        steps=steps, max_qps=max_qps, fresh=fresh, concurrency=concurrency, urls=urls,
         given=frozenset(name for name in ("probe_ms", "confirm_ms", "batch_sizes", "steps")
                         if source(name) is click.core.ParameterSource.COMMANDLINE))
     err = stderr()

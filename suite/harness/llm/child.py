@@ -11,6 +11,7 @@ from suite.backends.base import BackendInfo
 from suite.config.model import RunConfig
 from suite.errors import BackendError
 from suite.harness.llm.endpoint_sut import EndpointSystemUnderTest
+from suite.harness.llm.endpoint_workers import default_workers
 from suite.harness.llm.sut import LLMSystemUnderTest
 from suite.harness.loadgen import TokenCompleter
 from suite.llm.backend import TorchLLMBackend
@@ -56,13 +57,16 @@ def _endpoint_sut(backend: OpenAIBackend, card: LLMCard, config: RunConfig,
     settings = backend.settings(card)
     record = check_endpoint(settings, dataset.prompts[0], dataset.tokenizer.encode,
                             dataset.tokenizer.decode)
+    workers = backend.opts.client_workers
     sut = EndpointSystemUnderTest(settings, dataset, TokenCompleter(),
                                   report_first_token=config.scenario is not Scenario.OFFLINE,
-                                  on_drain=on_drain)
+                                  on_drain=on_drain,
+                                  workers=default_workers() if workers < 0 else workers)
+    details = {**record.details(), "client_workers": str(sut.workers)}
     info = BackendInfo(name=backend.name, version=f"aiohttp {_version('aiohttp')}",
                        device="remote", thread_safe=True,
-                       precision=f"as served by {record.details()['engine']}",
-                       weight_transformations="as served", details=record.details())
+                       precision=f"as served by {details['engine']}",
+                       weight_transformations="as served", details=details)
     return cast(LLMSystemUnderTest, sut), asdict(info)
 
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from suite.harness.llm.endpoint_workers import ClientWorkers
 from suite.harness.loadgen import TokenCompleter
 from suite.harness.sut.failures import FailureLog
 from suite.llm.dataset import LLMDataset
@@ -30,7 +31,7 @@ class EndpointSystemUnderTest:
 
     def __init__(self, settings: ClientSettings, dataset: LLMDataset,
                  completer: TokenCompleter, *, report_first_token: bool,
-                 on_drain: Callable[[], None] | None = None) -> None:
+                 on_drain: Callable[[], None] | None = None, workers: int = 0) -> None:
         self.dataset = dataset
         self.completer = completer
         self.report_first_token = report_first_token
@@ -46,9 +47,13 @@ class EndpointSystemUnderTest:
         self._cpu_start: tuple[float, float] | None = None
         self._cpu_spent: tuple[float, float] | None = None
         tokenizer = dataset.tokenizer
-        self.client = EndpointClient(settings, tokenizer.encode, tokenizer.decode,
-                                     self._first if report_first_token else None,
-                                     self._done, self._error)
+        first = self._first if report_first_token else None
+        self.workers = workers
+        self.client: EndpointClient | ClientWorkers = (
+            ClientWorkers(settings, workers, dataset.prompts, tokenizer.chars,
+                          tokenizer.eos_id, first, self._done, self._error) if workers
+            else EndpointClient(settings, tokenizer.encode, tokenizer.decode, first,
+                                self._done, self._error))
 
     # -- LoadGen's callbacks -----------------------------------------------------------
     def issue(self, ids: list[int], indices: list[int]) -> None:
@@ -127,8 +132,11 @@ class EndpointSystemUnderTest:
         self.client.close()
 
     def batch_profile(self) -> dict[str, Any]:
-        return {"kind": "endpoint", "requests": self.client.requests,
-                "sse_events": self.client.chunks, "tokens": self.tokens_out,
-                "token_ids_from": dict(self.sources),
-                **({"cpu_s": round(self._cpu_spent[0], 6), "wall_s": round(self._cpu_spent[1], 6)}
-                   if self._cpu_spent else {})}
+        worker_cpu = getattr(self.client, "worker_cpu_s", 0.0)
+        return {"kind": "endpoint", "client_workers": self.workers,
+                "requests": self.client.requests, "sse_events": self.client.chunks,
+                "tokens": self.tokens_out, "token_ids_from": dict(self.sources),
+                # CPU seconds of every client process (LoadGen's included) over the run
+                **({"cpu_s": round(self._cpu_spent[0] + worker_cpu, 6),
+                    "loadgen_process_cpu_s": round(self._cpu_spent[0], 6),
+                    "wall_s": round(self._cpu_spent[1], 6)} if self._cpu_spent else {})}

@@ -1,0 +1,190 @@
+"""Client worker processes for the ``openai`` backend: the HTTP work off LoadGen's process.
+
+With ``backend.openai.client_workers`` = N > 0, N processes each run an
+``EndpointClient`` (its own event loop and connection pool) and LoadGen's process only
+hands out samples and completes them, as MLCommons' endpoint client splits its work.
+The parent sends each worker lists of (query id, sample index) over a pipe; a worker
+holds the prompts (sent once at start) and answers with batches of events: ``f``
+(first token), ``d`` (done: ids and where they came from) and ``e`` (an error line).
+Events that happen in the same turn of a worker's loop travel together, so a busy worker
+sends one message for many completions. Each sample goes to the worker with the fewest
+outstanding. At ``close`` each worker reports its CPU seconds, requests and SSE events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+from suite.errors import BackendError
+from suite.llm.endpoint_client import (
+    ClientSettings,
+    DoneCallback,
+    EndpointClient,
+    ErrorCallback,
+    FirstCallback,
+)
+
+
+def default_workers() -> int:
+    """One client process per four cores, at least one, at most eight."""
+    return max(1, min(8, (os.cpu_count() or 1) // 4))
+
+
+def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]],
+            chars: list[str], eos_id: int) -> None:
+    """A worker process: stream what the parent sends, send back batches of events."""
+    from suite.llm.dataset import CharTokenizer
+
+    tokenizer = CharTokenizer(chars, eos_id)
+    out: list[tuple[Any, ...]] = []
+    lock = threading.Lock()
+    started: list[float] = []
+
+    def flush() -> None:
+        with lock:
+            batch = out[:]
+            out.clear()
+        if batch:
+            conn.send(batch)
+
+    def push(event: tuple[Any, ...]) -> None:
+        with lock:
+            first = not out
+            out.append(event)
+        if first:  # one send for everything this turn of the loop produces
+            asyncio.get_running_loop().call_soon(flush)
+
+    client = EndpointClient(settings, tokenizer.encode, tokenizer.decode,
+                            lambda key, ids: push(("f", key, ids[0])),
+                            lambda key, ids, source: push(("d", key, ids, source)),
+                            lambda key, message: push(("e", key, message)))
+    client.start()
+    conn.send([("ready",)])
+    try:
+        while True:
+            items = conn.recv()
+            if items is None:
+                break
+            if not started:
+                started.append(time.process_time())
+            client.submit([(key, index, prompts[index]) for key, index in items])
+    except (EOFError, OSError):
+        pass  # the parent went away: stop
+    finally:
+        client.close()
+        cpu = time.process_time() - (started[0] if started else time.process_time())
+        with contextlib.suppress(OSError, BrokenPipeError):
+            flush()
+            conn.send([("stats", cpu, client.requests, client.chunks)])
+        conn.close()
+
+
+class ClientWorkers:
+    """N client processes behind the ``EndpointClient`` surface (see the module docstring)."""
+
+    def __init__(self, settings: ClientSettings, count: int, prompts: Sequence[Sequence[int]],
+                 chars: list[str], eos_id: int, on_first: FirstCallback | None,
+                 on_done: DoneCallback, on_error: ErrorCallback) -> None:
+        self._settings, self._count = settings, count
+        self._prompts = [list(p) for p in prompts]
+        self._chars, self._eos_id = chars, eos_id
+        self._on_first, self._on_done, self._on_error = on_first, on_done, on_error
+        self._conns: list[Connection] = []
+        self._procs: list[Any] = []
+        self._readers: list[threading.Thread] = []
+        self._outstanding: list[int] = []
+        self._owner: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self.requests = self.chunks = 0
+        self.worker_cpu_s = 0.0
+        self._ready = threading.Barrier(count + 1)
+
+    def start(self) -> None:
+        context = multiprocessing.get_context("spawn")  # LoadGen's threads: never fork
+        for index in range(self._count):
+            parent, child = context.Pipe()
+            proc = context.Process(target=_worker, name=f"endpoint-client-{index}",
+                                   args=(child, self._settings, self._prompts, self._chars,
+                                         self._eos_id), daemon=True)
+            proc.start()
+            child.close()
+            self._conns.append(parent)
+            self._procs.append(proc)
+            self._outstanding.append(0)
+            reader = threading.Thread(target=self._read, args=(index,), daemon=True,
+                                      name=f"endpoint-events-{index}")
+            reader.start()
+            self._readers.append(reader)
+        try:
+            self._ready.wait(timeout=120)
+        except threading.BrokenBarrierError:
+            self.close()
+            raise BackendError(f"{self._count} endpoint client process(es) did not start",
+                               hint="set backend.openai.client_workers = 0 to stream from "
+                                    "LoadGen's process") from None
+
+    def submit(self, items: Sequence[tuple[int, int, Sequence[int]]]) -> None:
+        """Hand each (key, index, _) to the worker with the fewest outstanding."""
+        by_worker: dict[int, list[tuple[int, int]]] = {}
+        with self._lock:
+            for key, index, _ in items:
+                worker = min(range(self._count), key=self._outstanding.__getitem__)
+                self._outstanding[worker] += 1
+                self._owner[key] = worker
+                by_worker.setdefault(worker, []).append((key, index))
+        for worker, batch in by_worker.items():
+            self._conns[worker].send(batch)
+
+    def _read(self, index: int) -> None:
+        conn, ready = self._conns[index], False
+        try:
+            while True:
+                for event in conn.recv():
+                    kind = event[0]
+                    if kind == "f" and self._on_first is not None:
+                        self._on_first(event[1], [event[2]])
+                    elif kind in ("d", "e"):
+                        with self._lock:
+                            worker = self._owner.pop(event[1], None)
+                            if worker is not None:
+                                self._outstanding[worker] -= 1
+                        if kind == "d":
+                            self._on_done(event[1], event[2], event[3])
+                        else:
+                            self._on_error(event[1], event[2])
+                    elif kind == "ready":
+                        ready = True
+                        self._ready.wait(timeout=120)
+                    elif kind == "stats":
+                        with self._lock:
+                            self.worker_cpu_s += event[1]
+                            self.requests += event[2]
+                            self.chunks += event[3]
+                        return
+        except (EOFError, OSError, threading.BrokenBarrierError):
+            if not ready:
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    self._ready.abort()
+
+    def close(self) -> None:
+        """Stop every worker (they cancel what is in flight) and collect their stats."""
+        for conn in self._conns:
+            with contextlib.suppress(OSError, BrokenPipeError):
+                conn.send(None)
+        deadline = time.monotonic() + 1.5
+        for reader in self._readers:
+            reader.join(timeout=max(0.0, deadline - time.monotonic()))
+        for proc in self._procs:
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=1.0)
+        self._procs.clear()
