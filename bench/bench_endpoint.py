@@ -124,9 +124,9 @@ def measure(tmp: Path, rounds: int = 3, small: int = 256, large: int = 1024,
                     (f"ours_{w}w", lambda n, w=w: ours(url, n, concurrency, w, tmp / "runs"))
                     for w in (0, 1, 2)]
                 if aiperf_binary:
-                    clients.append(("aiperf", lambda n, i=index: aiperf(
+                    clients.append(("aiperf", lambda n, i=index, c=chunk: aiperf(
                         aiperf_binary, url, n, concurrency, tokenizer,
-                        tmp / f"aiperf_{chunk}_{i}_{n}")))
+                        tmp / f"aiperf_{c}_{i}_{n}")))
                 for name, client in clients:
                     a, b = client(small), client(large)
                     per.setdefault(name, []).append((b["cpu_s"] - a["cpu_s"]) / (large - small))
