@@ -10,6 +10,12 @@ requests at the same concurrency:
 * **AIPerf** (``aiperf profile --streaming --concurrency C``), where installed
   (``--aiperf PATH``, default ``.venv-aiperf/bin/aiperf``).
 
+And on the real engine (vLLM serving tinylm, where ``--engine-python`` has it): output
+tokens/s of ours (LoadGen's Offline figure, ``max_in_flight`` = the concurrency), of
+vLLM's own ``bench serve`` (``bench/vllm_bench_serve.py``) and of AIPerf, the same 256
+requests of 128 prompt and 64 output tokens (EOS ignored) at concurrency 16,
+interleaved; ratios ours / theirs.
+
 **Client CPU per request and per SSE chunk** counts every client process (LoadGen's
 included) by the same method for both: the CPU of the finished command and all the
 processes it waited for (``RUSAGE_CHILDREN``), at two request counts; the difference over
@@ -141,6 +147,71 @@ def measure(tmp: Path, rounds: int = 3, small: int = 256, large: int = 1024,
     return report
 
 
+def ours_tokens(url: str, requests: int, concurrency: int, runs: Path) -> float:
+    """LoadGen's Offline tokens/s for ``requests`` at ``concurrency`` (EOS ignored, as the
+    other clients are told, so every request is ``TOKENS`` long)."""
+    runs.mkdir(parents=True, exist_ok=True)
+    before = set(runs.iterdir())
+    done = subprocess.run([
+        sys.executable, "-m", "suite", "run", "--benchmark", "tinylm", "--backend", "openai",
+        "--url", url, "--scenario", "offline", "--quick", "--runs-dir", str(runs),
+        "--set", f"loadgen.min_query_count={requests}",
+        "--set", f"backend.openai.max_in_flight={concurrency}",
+        "--set", 'backend.openai.extra_body={ignore_eos = true}'], cwd=REPO,
+        capture_output=True, text=True, timeout=900)
+    [run_dir] = sorted(set(runs.iterdir()) - before)
+    result = json.loads((run_dir / "result.json").read_text())
+    tokens = (result["tests"][0].get("performance") or {}).get("tokens") or {}
+    if done.returncode != 0 or "tokens_per_second" not in tokens:
+        raise SystemExit(f"bench_endpoint: our engine run failed: {done.stderr[-300:]}")
+    return float(tokens["tokens_per_second"])
+
+
+def engine_comparison(engine_python: str, tmp: Path, requests: int, concurrency: int,
+                      rounds: int, aiperf_binary: str | None) -> dict[str, Any]:
+    """Output tokens/s on vLLM serving tinylm: ours (LoadGen's figure) against vLLM's own
+    ``bench serve`` and AIPerf, the same requests at the same concurrency, interleaved."""
+    from suite import api
+
+    figures: dict[str, list[float]] = {}
+    with api.serve_llm("tinylm", "vllm", tmp / "engine", python=engine_python,
+                       timeout_s=600) as engine:
+        model_dir = tmp / "engine" / "tinylm-hf"
+        for index in range(rounds):
+            figures.setdefault("ours", []).append(
+                ours_tokens(engine.url, requests, concurrency, tmp / "engine-runs"))
+            out = tmp / f"vllm_bench_{index}"
+            subprocess.run([engine_python, str(REPO / "bench" / "vllm_bench_serve.py"),
+                            "--backend", "vllm", "--base-url", engine.url, "--model", "tinylm",
+                            "--tokenizer", str(model_dir), "--dataset-name", "random",
+                            "--random-input-len", "128", "--random-output-len", str(TOKENS),
+                            "--num-prompts", str(requests), "--max-concurrency",
+                            str(concurrency), "--ignore-eos", "--save-result", "--result-dir",
+                            str(out), "--result-filename", "r.json"],
+                           cwd=tmp, capture_output=True, text=True, timeout=900, check=True)
+            figures.setdefault("vllm_bench_serve", []).append(
+                float(json.loads((out / "r.json").read_text())["output_throughput"]))
+            if aiperf_binary:
+                artifacts = tmp / f"aiperf_engine_{index}"
+                env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+                subprocess.run([aiperf_binary, "profile", "--model", "tinylm", "--tokenizer",
+                                str(model_dir), "--url", engine.url, "--endpoint-type",
+                                "completions", "--streaming", "--concurrency",
+                                str(concurrency), "--request-count", str(requests), "--isl",
+                                "128", "--osl", str(TOKENS), "--extra-inputs",
+                                "ignore_eos:true", "--use-server-token-count", "--ui-type",
+                                "simple", "--artifact-dir", str(artifacts)], cwd=tmp, env=env,
+                               capture_output=True, text=True, timeout=900, check=True)
+                export = json.loads((artifacts / "profile_export_aiperf.json").read_text())
+                figures.setdefault("aiperf", []).append(
+                    float(export["output_token_throughput"]["avg"]))
+    medians = {name: statistics.median(values) for name, values in figures.items()}
+    return {"requests": requests, "concurrency": concurrency, "tokens_per_s": figures,
+            "median_tokens_per_s": medians,
+            "ours_over": {name: medians["ours"] / value for name, value in medians.items()
+                          if name != "ours"}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -148,15 +219,26 @@ def main() -> int:
     parser.add_argument("--large", type=int, default=1024)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--aiperf", default=str(REPO / ".venv-aiperf" / "bin" / "aiperf"))
+    parser.add_argument("--engine-python", default=str(REPO / ".venv-vllm" / "bin" / "python"),
+                        help="vLLM's interpreter, for the real-engine comparison")
+    parser.add_argument("--skip-client", action="store_true",
+                        help="only the real-engine comparison")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
     binary = args.aiperf if Path(args.aiperf).is_file() else None
     if binary is None:
         print(f"AIPerf not found at {args.aiperf}: ours only", file=sys.stderr)
     with tempfile.TemporaryDirectory() as name:
-        report = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-                  "endpoint": measure(Path(name), args.rounds, args.small, args.large,
-                                      args.concurrency, binary)}
+        report: dict[str, Any] = {
+            "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+            "endpoint": None if args.skip_client else measure(
+                Path(name), args.rounds, args.small, args.large, args.concurrency, binary)}
+        if Path(args.engine_python).is_file():
+            report["engine"] = engine_comparison(args.engine_python, Path(name), 256, 16,
+                                                 args.rounds, binary)
+        else:
+            print(f"no vLLM at {args.engine_python}: no real-engine comparison",
+                  file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench_endpoint_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")

@@ -204,6 +204,17 @@ def tune(options: TuneOptions, *, say: Callable[[str], None] = lambda message: N
                     list(o.worker_models), o.max_qps)
 
 
+def default_backend(benchmark: str, paths: Paths | None = None) -> str:
+    """The backend a benchmark runs on when none is named: torch-llm for a text-generation
+    card, onnxruntime otherwise (an unknown name is left for the config to refuse)."""
+    from suite.llm.card import is_llm_benchmark
+
+    try:
+        return "torch-llm" if is_llm_benchmark(paths or find_paths(), benchmark) else "onnxruntime"
+    except SuiteError:
+        return "onnxruntime"
+
+
 def keygen(out_dir: Path | None = None, *, prompt: Callable[[], str] | None = None,
            paths: Paths | None = None) -> tuple[Path, Path, str]:
     """An Ed25519 key pair (private key encrypted, never inside the data or submissions);

@@ -46,8 +46,9 @@ def _config_options(func: Any) -> Any:
                      help="benchmark name (run_rules/<round>.toml)"),
         click.option("--scenario", default="offline", show_default=True,
                      help="singlestream | multistream | server | offline"),
-        click.option("--backend", default="onnxruntime", show_default=True,
-                     help="backend name, or module:Class"),
+        click.option("--backend", default=None,
+                     help="backend name, or module:Class (default: the card's: onnxruntime; "
+                          "torch-llm for an LLM card)"),
         click.option("--mode", default="performance", show_default=True,
                      help="performance | accuracy | all"),
         click.option("--round", "round_name", default=DEFAULT_ROUND, show_default=True,
@@ -174,11 +175,14 @@ def _say_where(result: RunResult) -> None:
         err.print(f"run directory: {escape(result.run_dir)}")
 
 
-def _request(benchmark: str, scenario: str, backend: str, mode: str, round_name: str,
+def _request(benchmark: str, scenario: str, backend: str | None, mode: str, round_name: str,
              quick: bool, config: Path | None, sets: list[str] | None,
              runs_dir: Path | None, flags: dict[str, tuple[Any, str]]) -> ConfigRequest:
+    from suite.api import default_backend
+
     return ConfigRequest(
-        benchmark=benchmark, scenario=scenario, backend=backend, mode=mode, round=round_name,
+        benchmark=benchmark, scenario=scenario, backend=backend or default_backend(benchmark),
+        mode=mode, round=round_name,
         quick=quick, config_file=config, sets=sets or [],
         flags={k: v for k, v in flags.items() if v[0] is not None}, runs_dir=runs_dir,
     )

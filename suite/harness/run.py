@@ -108,7 +108,9 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     started = child_start.take()
     try:
         paths = paths or find_paths()
-        if is_llm_benchmark(paths, request.benchmark):  # text-generation cards: suite.llm
+        llm = is_llm_benchmark(paths, request.benchmark)
+        _refuse_wrong_kind(request.benchmark, request.backend, llm)
+        if llm:  # text-generation cards: suite.llm
             from suite.harness.llm.run import run as run_llm
 
             started.discard()
@@ -116,6 +118,24 @@ def run(request: ConfigRequest, paths: Paths | None = None,
         return _prepare_and_run(request, paths, started, on_progress, on_lint, on_stage)
     finally:
         started.discard()
+
+
+def _refuse_wrong_kind(benchmark: str, backend: str, llm: bool) -> None:
+    """A backend that cannot run this kind of card fails here, before any run directory."""
+    from suite.backends import backend_class
+    from suite.llm.backend import TorchLLMBackend
+    from suite.llm.openai_backend import OpenAIBackend
+
+    generates = issubclass(backend_class(backend), TorchLLMBackend | OpenAIBackend)
+    if llm and not generates:
+        raise ConfigError(f"backend '{backend}' cannot run the text-generation benchmark "
+                          f"'{benchmark}'", hint="use --backend torch-llm (in-process) or "
+                          "--backend openai --url URL (a server); leave --backend out for "
+                          "the card's default")
+    if not llm and generates:
+        raise ConfigError(f"backend '{backend}' runs text-generation benchmarks only, not "
+                          f"'{benchmark}'", hint="use onnxruntime, torch, remote, simulated "
+                          "or null (see `suite backends`)")
 
 
 def _prepare_and_run(request: ConfigRequest, paths: Paths, started: ChildStart,

@@ -45,6 +45,15 @@ ErrorCallback = Callable[[int, str], None]
 ERROR_BODY_LIMIT = 2048  # bytes of an error response shown: evidence, not a flood
 
 
+def _json_dumps() -> Callable[[Any], bytes]:
+    try:
+        import orjson
+
+        return orjson.dumps
+    except ImportError:
+        return lambda obj: json.dumps(obj).encode()
+
+
 def _json_loads() -> Callable[[bytes], Any]:
     try:
         import orjson
@@ -161,7 +170,7 @@ class EndpointClient:
         self.settings = settings
         self._encode, self._decode = encode, decode
         self._on_first, self._on_done, self._on_error = on_first, on_done, on_error
-        self._loads = _json_loads()
+        self._loads, self._dumps = _json_loads(), _json_dumps()
         self._outstanding = dict.fromkeys(settings.urls, 0)
         self._tasks: set[asyncio.Task[None]] = set()
         self._ready = threading.Event()
@@ -257,7 +266,8 @@ class EndpointClient:
         text_prompt = s.prompt_as == "text" or s.api == "chat"
         body = s.body(self._decode(list(prompt)) if text_prompt else prompt)
         self.requests += 1
-        async with self._session.post(url + s.path(), json=body) as response:
+        # The body as bytes (orjson where installed); the session sends the JSON header.
+        async with self._session.post(url + s.path(), data=self._dumps(body)) as response:
             if response.status != 200:
                 raw = await response.content.read(ERROR_BODY_LIMIT)
                 raise StreamError(f"HTTP {response.status}: "
