@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 import bench_checker  # noqa: E402
+import bench_endpoint  # noqa: E402
 import bench_fixed_cost  # noqa: E402
 import bench_llm  # noqa: E402
 import bench_simulated  # noqa: E402
@@ -276,6 +277,8 @@ def main() -> int:
                         help="skip the Server-at-accelerator-speed search (bench_simulated.py)")
     parser.add_argument("--skip-llm", action="store_true",
                         help="skip tinylm's Offline figures (bench_llm.py; needs torch)")
+    parser.add_argument("--skip-endpoint", action="store_true",
+                        help="skip the endpoint client's figures (bench_endpoint.py)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument("--record", default=str(REPO / "bench" / "PERFORMANCE.md"),
                         help="append the headline figures to this file ('': do not)")
@@ -296,6 +299,9 @@ def main() -> int:
             # share; small settings (about a minute): the Server ladders are bench_llm.py's
             "llm": None if args.skip_llm else bench_llm.measure(
                 tmp / "llm", samples=128, batches=(16, 32, 64), repeats=5),
+            # the openai backend's client against AIPerf on the synthetic endpoint, and on
+            # vLLM against vLLM's own client and AIPerf (where installed)
+            "endpoint": None if args.skip_endpoint else _endpoint(tmp / "endpoint"),
             "note": "harness figures are LoadGen's own; raw figures time session.run in a "
                     "plain loop; ratios are formed within this invocation",
         }
@@ -309,6 +315,18 @@ def main() -> int:
         _append_performance(report, rows, path, Path(args.record))
         print(f"appended to: {args.record}")
     return 0
+
+
+def _endpoint(tmp: Path) -> dict[str, Any]:
+    aiperf = REPO / ".venv-aiperf" / "bin" / "aiperf"
+    binary = str(aiperf) if aiperf.is_file() else None
+    figures: dict[str, Any] = {"client": bench_endpoint.measure(tmp, rounds=3,
+                                                                aiperf_binary=binary)}
+    engine = REPO / ".venv-vllm" / "bin" / "python"
+    if engine.is_file():
+        figures["engine"] = bench_endpoint.engine_comparison(str(engine), tmp, 256, 16, 3,
+                                                             binary)
+    return figures
 
 
 class _Rows(list[tuple[str, str]]):
@@ -427,6 +445,25 @@ def _rows(report: dict[str, Any]) -> _Rows:
         table.add_row("tinylm Offline tokens/s, ours", f"{llm['ours_tokens_per_s']:,.0f}")
         table.add_row(f"tinylm ours / best raw static batch ({llm['raw_best_static_batch']}; "
                       "target >= 1.0)", f"{llm['ratio_ours_over_best_raw_static']:.3f}")
+    endpoint = report.get("endpoint") or {}
+    for chunk in ("chunk_1", "chunk_16"):
+        figures = (endpoint.get("client") or {}).get(chunk) or {}
+        ours = figures.get("ours_0w", {}).get("us_per_request")
+        if ours is None:
+            continue
+        tokens = 1 if chunk == "chunk_1" else 16
+        theirs = figures.get("aiperf", {}).get("us_per_request")
+        table.add_row(f"endpoint client CPU per request, {tokens}-token chunks (us): ours "
+                      "in-process / 1 process / AIPerf",
+                      f"{ours:,.0f} / {figures['ours_1w']['us_per_request']:,.0f} / "
+                      + (f"{theirs:,.0f} (ours / AIPerf {ours / theirs:.3f})" if theirs
+                         else "not installed"))
+    engine = endpoint.get("engine")
+    if engine:
+        over = engine["ours_over"]
+        table.add_row("vLLM tinylm output tokens/s, ours / vllm bench serve / AIPerf",
+                      " / ".join(f"{v:,.0f}" for v in engine["median_tokens_per_s"].values())
+                      + " (" + ", ".join(f"ours/{k} {v:.3f}" for k, v in over.items()) + ")")
     return table
 
 
