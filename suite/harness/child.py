@@ -229,6 +229,9 @@ def _stop(state: _State, status: _Status, reason: str) -> None:
             os._exit(EXIT_INTERRUPTED)
         return
     assert state.sut is not None
+    # From the stop, not the drain's end: answering millions of Offline samples takes seconds.
+    threading.Thread(target=_exit_after, args=(state, None, status, STOP_DEADLINE_S, "the stop"),
+                     daemon=True).start()
     state.sut.drain()
 
 
@@ -239,7 +242,6 @@ def _control(state: _State, status: _Status) -> None:
             return
     # EOF: the parent exited or closed the pipe; nobody will collect a longer run.
     _stop(state, status, "the parent closed the control pipe")
-
 
 
 def run_child(spec: ChildSpec, progress: TextIO) -> int:
@@ -288,8 +290,8 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
             )
         sut.warmup()
         state.enter("starting workers")
-        threading.Thread(target=_hard_exit_after_drain,
-                         args=(state, drained, status, config.sut.drain_grace_s),
+        threading.Thread(target=_exit_after, args=(state, drained, status,
+                                                   config.sut.drain_grace_s, "the drain"),
                          daemon=True).start()
         sut.start()
     except Exception as exc:
@@ -340,17 +342,22 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
     return EXIT_COMPLETED
 
 
-def _hard_exit_after_drain(state: _State, drained: threading.Event, status: _Status,
-                           grace: float) -> None:
-    drained.wait()
+#: After a stop, how long LoadGen may take to end on its own (Server and the stream scenarios
+#: keep their schedule until the minimum duration): a stop must end a run within 2 s.
+STOP_DEADLINE_S = 1.2
+
+
+def _exit_after(state: _State, start: threading.Event | None, status: _Status, grace: float,
+                what: str) -> None:
+    """``grace`` seconds after ``start`` (now: None), exit if LoadGen has not returned."""
+    if start is not None:
+        start.wait()
     time.sleep(grace)
-    # LoadGen is still running (Server keeps its schedule, or an inline call hangs).
-    interrupted = state.interrupted.is_set()
-    code = EXIT_INTERRUPTED if interrupted else EXIT_FAILED
-    if status.write("interrupted" if interrupted else "failed", code, state.sut, stage="run",
-                    loadgen_returned=False, reason=state.reason,
-                    note=f"LoadGen had not finished {grace:g} s after the drain; "
-                    "the process exited with the logs written so far"):
+    code = EXIT_INTERRUPTED if state.interrupted.is_set() else EXIT_FAILED
+    if status.write("interrupted" if code == EXIT_INTERRUPTED else "failed", code, state.sut,
+                    stage="run", loadgen_returned=False, reason=state.reason,
+                    note=f"LoadGen had not finished {grace:g} s after {what}; the process "
+                    "exited with the logs written so far"):
         if state.sut is not None:
             state.sut.abandon()
         sys.stdout.flush()

@@ -178,7 +178,8 @@ def run_in_child(
                 daemon=True,
             )
             relay.start()
-            interrupted, killed = _wait(child, config, watch)
+            interrupted, killed = _wait(child, config, watch,
+                                        lambda why: _stopping(test_dir.parent, why))
             relay.join(timeout=2.0)
     if started is not None:  # what it wrote before it had a test directory (an import error)
         started.early_log.seek(0)
@@ -198,7 +199,16 @@ def _status_error(watch: _Watch) -> str:
 _child_pythonpath = child_pythonpath
 
 
-def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch) -> tuple[str, str]:
+def _stopping(run_dir: Path, why: str) -> None:
+    """STATUS says at once that the run is stopping (the final status follows)."""
+    with contextlib.suppress(OSError):
+        (run_dir / "STATUS").write_text(
+            f"STOPPING since {time.strftime('%Y-%m-%dT%H:%M:%S%z')} ({why}): answering the "
+            "outstanding queries; the logs are kept\n", encoding="utf-8")
+
+
+def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch,
+          on_stop: Callable[[str], None] = lambda why: None) -> tuple[str, str]:
     """Wait for the child; forward Ctrl-C (and TERM, HUP: see ``signals``) as a stop
     request; kill it if it goes silent, or if its setup outlasts the setup bound.
 
@@ -231,6 +241,7 @@ def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch) -> tup
                 continue
             # ``signals.interrupt_on_termination`` names the signal; Ctrl-C names none.
             interrupted = str(exc.args[0]) if exc.args else "Ctrl-C"
+            on_stop(interrupted)
             with contextlib.suppress(BrokenPipeError, OSError, ValueError):
                 assert child.stdin is not None
                 child.stdin.write("stop\n")

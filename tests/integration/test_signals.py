@@ -147,3 +147,62 @@ def test_term_during_a_compliance_run_leaves_no_audit_config(tmp_path: Path,
     assert not list(runs_dir.rglob("audit.config")), "audit.config outlived the run"
     assert (only_run_dir(runs_dir) / "STATUS").read_text().startswith("INTERRUPTED")
     assert not _children(runs_dir)
+
+
+def _restored_int() -> None:
+    # A background job of a non-interactive shell ignores INT: Ctrl-C must reach the run.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize(("signum", "scenario"), [
+    (signal.SIGINT, "offline"), (signal.SIGTERM, "server"), (signal.SIGHUP, "singlestream"),
+    (signal.SIGINT, "multistream")])
+def test_a_stop_says_stopping_at_once_and_ends_any_scenario_promptly(
+        signum: signal.Signals, scenario: str, runs_dir: Path) -> None:
+    # A long run with the default drain grace (5 s): the stop must not wait for it, nor
+    # for LoadGen's schedule, nor for a 40 s Offline test's millions of queued samples.
+    sets = ["--set", "loadgen.min_duration_ms=40000"]
+    if scenario == "offline":
+        sets += ["--set", "loadgen.expected_qps=200000"]
+    proc = subprocess.Popen([sys.executable, "-m", "suite", "run", "--runs-dir",
+                             str(runs_dir), "--quick", "--scenario", scenario, *sets],
+                            cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_restored_int)
+    _wait_for("LoadGen ran", lambda: _loadgen_running(runs_dir), proc)
+    time.sleep(1.0)
+    status = next(runs_dir.glob("*/STATUS"))
+    start = time.monotonic()
+    proc.send_signal(signum)
+    seen: set[str] = set()
+    while proc.poll() is None and time.monotonic() - start < 60:
+        seen.add(status.read_text().split(" ", 1)[0])
+        time.sleep(0.02)
+    seconds = time.monotonic() - start
+    _, stderr = proc.communicate(timeout=30)
+    print(f"{signum.name} {scenario}: exit {proc.returncode} {seconds:.2f} s after the signal")
+    assert proc.returncode == 130, stderr
+    assert "STOPPING" in seen, f"STATUS never said STOPPING (saw {seen})"
+    assert status.read_text().startswith("INTERRUPTED (exit code 130)")
+    assert (status.parent / "performance" / "mlperf_log_detail.txt").stat().st_size > 0
+    assert not _no_child_left(runs_dir, within=2.0), "a child outlived the run"
+    assert seconds < 10, f"{seconds:.1f} s from the signal to the exit"  # a hang fails here
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("scenario", ["offline", "server"])
+def test_a_stop_ends_the_run_within_2_s(scenario: str, runs_dir: Path) -> None:
+    sets = ["--set", "loadgen.min_duration_ms=40000"]
+    if scenario == "offline":
+        sets += ["--set", "loadgen.expected_qps=200000"]
+    proc = subprocess.Popen([sys.executable, "-m", "suite", "run", "--runs-dir",
+                             str(runs_dir), "--quick", "--scenario", scenario, *sets],
+                            cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _wait_for("LoadGen ran", lambda: _loadgen_running(runs_dir), proc)
+    time.sleep(1.0)
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    seconds = time.monotonic() - start
+    assert proc.returncode == 130
+    assert seconds < 2.0, f"{scenario}: {seconds:.2f} s from SIGTERM to the exit"
