@@ -331,7 +331,7 @@ def serve_llm(benchmark: str, engine: str, workdir: Path | None = None, *, port:
         export(benchmark, model_dir, verify_samples=4, force=True, paths=paths)
     running = start_engine(engine, model_dir, card.name, port or free_port(host),
                            root / f"{engine}.log", host=host, python=python,
-                           max_model_len=card.architecture.block_size, timeout_s=timeout_s)
+                           max_model_len=card.arch.block_size, timeout_s=timeout_s)
     try:
         yield running
     finally:

@@ -198,6 +198,12 @@ def _request(benchmark: str, scenario: str, backend: str | None, mode: str, roun
 @click.option("--url", "urls", multiple=True, metavar="URL",
               help="--backend openai: a server's base URL (repeat for replicas): "
                    "backend.openai.urls")
+@click.option("--dataset-path", metavar="PATH",
+              help="the dataset (a directory, or the round LLM's official file): "
+                   "data.dataset_dir")
+@click.option("--model-path", metavar="PATH",
+              help="the model file, or the round LLM's model directory (its tokenizer): "
+                   "data.model_path")
 @click.option("--compliance", metavar="TESTxx", help="run a compliance test (TEST01, TEST04)")
 @click.option("--reference", type=click.Path(path_type=Path),
               help="compliance: the reference run directory (default: newest matching)")
@@ -207,7 +213,8 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
                 quick: bool, config_file: Path | None, sets: tuple[str, ...], system: str | None,
                 runs_dir: Path | None, target_qps: float | None, expected_qps: float | None,
                 batch_size: int | None, workers: int | None, urls: tuple[str, ...],
-                compliance: str | None, reference: Path | None, force: bool) -> int:
+                dataset_path: str | None, model_path: str | None, compliance: str | None,
+                reference: Path | None, force: bool) -> int:
     """Run one benchmark scenario through LoadGen."""
     flags = {
         "loadgen.target_qps": (target_qps, "--target-qps"),
@@ -215,6 +222,10 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
         "sut.max_batch_size": (batch_size, "--batch-size"),
         "sut.workers": (workers, "--workers"),
         "backend.openai.urls": (list(urls) or None, "--url"),
+        "data.dataset_dir": (str(Path(dataset_path).resolve()) if dataset_path else None,
+                             "--dataset-path"),
+        "data.model_path": (str(Path(model_path).resolve()) if model_path else None,
+                            "--model-path"),
     }
     request = _request(benchmark, scenario, backend, mode, round_name, quick, config_file,
                        list(sets), runs_dir, flags)

@@ -217,7 +217,7 @@ class RuleSet(_Strict):
         return RunRules(round=self.round, source=self.source, seeds=self.seeds,
                         benchmark_name=benchmark, scenario=scenario, benchmark=bench,
                         fixed_settings=self._fixed(bench, scenario), llm=llm,
-                        token_bounds=bounds)
+                        token_bounds=bounds, model=row)
 
     def fixed_settings(self, benchmark: str, scenario: Scenario) -> dict[str, Any]:
         """The ``loadgen.*`` values this round fixes for a benchmark and scenario."""
@@ -246,6 +246,9 @@ class RunRules(_Strict):
     llm: bool = False
     #: The Server (or Interactive) TTFT/TPOT bounds of an LLM benchmark's Server run.
     token_bounds: TokenBounds | None = None
+    #: The round's checker row for the benchmark's model (its accuracy targets and upper
+    #: limits), where the round has one.
+    model: ModelRules | None = None
 
 
 def _did_you_mean(name: str, choices: Any) -> str:

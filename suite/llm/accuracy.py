@@ -102,3 +102,24 @@ def score_log(test_dir: Path, card: LLMCard, decode: object, references: Sequenc
     ref, tol = card.accuracy.tokens_per_sample, card.accuracy.tokens_per_sample_tolerance
     return LLMScore(scores, per_sample, len(outputs), target,
                     (round(ref * (1 - tol), 4), round(ref * (1 + tol), 4)), passed, digest)
+
+
+def score_round_log(test_dir: Path, decode: object, references: Sequence[str],
+                    targets: dict[str, float], upper_limits: dict[str, float]
+                    ) -> tuple[dict[str, object], bool, list[str], str]:
+    """A round model's accuracy log scored as the reference evaluates it
+    (``round_accuracy``); ``accuracy.txt`` written in the reference's form. Returns the
+    result dict, the verdict against the round's targets, a line per check, the log's hash.
+    """
+    from suite.llm import round_accuracy
+
+    log = test_dir / ACCURACY_LOG
+    outputs = decode_outputs(log, len(references))
+    assert callable(decode)
+    texts = [str(decode(o)) for o in outputs]
+    result = round_accuracy.score(outputs, texts, references,
+                                  with_tokens="TOKENS_PER_SAMPLE" in targets)
+    passed, lines = round_accuracy.verdict(result, targets, upper_limits)
+    digest = sha256_file(log)
+    (test_dir / ACCURACY_TXT).write_text(f"{result!r}\nhash={digest}\n", encoding="utf-8")
+    return result, passed, lines, digest

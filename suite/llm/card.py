@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from suite.errors import ConfigError, ModelError
 from suite.models import sha256_file
@@ -25,11 +25,24 @@ class _Card(BaseModel):
 
 
 class LLMModelFiles(_Card):
-    source: Literal["bundled"] = "bundled"
-    torch_module: str = Field(pattern=r"^[\w./-]+\.py:\w+$")
+    """``bundled``: our torch module and weights (tinylm). ``user``: the round's model,
+    served by the user's engine; the harness holds only its tokenizer (``--model-path``)."""
+
+    source: Literal["bundled", "user"] = "bundled"
+    torch_module: str = Field(default="", pattern=r"^$|^[\w./-]+\.py:\w+$")
     config_class: str = "TinyLMConfig"
-    torch_state_dict: str
-    torch_state_dict_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    torch_state_dict: str = ""
+    torch_state_dict_sha256: str = Field(default="", pattern=r"^$|^[0-9a-f]{64}$")
+    #: The model's Hugging Face id, as the reference names it (informative).
+    hf_id: str = ""
+
+    @model_validator(mode="after")
+    def _bundled_files(self) -> LLMModelFiles:
+        if self.source == "bundled" and not (self.torch_module and self.torch_state_dict
+                                             and self.torch_state_dict_sha256):
+            raise ValueError("a bundled model names torch_module, torch_state_dict and "
+                             "torch_state_dict_sha256")
+        return self
 
 
 class Architecture(_Card):
@@ -41,8 +54,13 @@ class Architecture(_Card):
 
 
 class TokenizerSpec(_Card):
-    kind: Literal["char"]
-    vocab_file: str
+    """``char``: ``vocab_file`` in the card's directory. ``hf``: a Hugging Face
+    ``tokenizer.json`` in the model directory the user gives (``--model-path``), read with
+    the ``tokenizers`` library; nothing is downloaded."""
+
+    kind: Literal["char", "hf"]
+    vocab_file: str = ""
+    file: str = "tokenizer.json"
     eos_id: int = Field(ge=0)
 
 
@@ -50,22 +68,39 @@ class GenerationSpec(_Card):
     decoding: Literal["greedy"]
     max_new_tokens: int = Field(gt=1)
     #: LoadGen rejects n_tokens <= 1 (TPOT divides by n_tokens - 1): EOS is masked before.
-    min_new_tokens: int = Field(ge=2)
+    #: The round's models use 1 (the reference's min_new_tokens); an engine then asked for
+    #: at least 2 keeps LoadGen's rule (``requested_min_tokens``).
+    min_new_tokens: int = Field(ge=1)
     response_dtype: Literal["int32"] = "int32"
 
 
 class LLMDatasetSpec(_Card):
+    """``tinylm-json``: ``{"samples": [{"prompt", "reference"}]}`` in the card's directory.
+    ``json-records`` (CNN/DailyMail for llama3.1-8b) and ``pandas-pickle`` (OpenOrca for
+    llama2-70b): the official file the user brings (``--dataset-path``), with the fields
+    named here; ``sha256`` is the official file's where one is known."""
+
     name: str
     file: str
     samples: int = Field(gt=0)
+    format: Literal["tinylm-json", "json-records", "pandas-pickle"] = "tinylm-json"
+    prompt_field: str = "prompt"
+    tokens_field: str = ""
+    reference_field: str = "reference"
+    sha256: str = Field(default="", pattern=r"^$|^[0-9a-f]{64}$")
+    source: str = ""
 
 
 class LLMAccuracySpec(_Card):
-    metric: Literal["rougeL"]
-    reference_fp32: float
+    """``rougeL`` (tinylm): ROUGE-L and tokens per sample against this card's reference.
+    ``round``: the round's targets for the model (``run_rules``: ROUGE1/2/L/Lsum, GEN_LEN
+    or TOKENS_PER_SAMPLE with their upper limits), scored as the reference evaluates."""
+
+    metric: Literal["rougeL", "round"]
+    reference_fp32: float = 0.0
     #: Mean generated tokens per sample of the fp32 reference, and the allowed relative
     #: deviation (the rules' tokens-per-sample bound, +-10 % as for llama2-70b).
-    tokens_per_sample: float = Field(gt=0)
+    tokens_per_sample: float = Field(default=1.0, gt=0)
     tokens_per_sample_tolerance: float = Field(default=0.1, gt=0, lt=1)
 
 
@@ -77,7 +112,8 @@ class LLMCard(_Card):
     title: str = ""
     task: Literal["text-generation"]
     model: LLMModelFiles
-    architecture: Architecture
+    #: Our own model's shape (bundled models only).
+    architecture: Architecture | None = None
     tokenizer: TokenizerSpec
     generation: GenerationSpec
     dataset: LLMDatasetSpec
@@ -87,6 +123,15 @@ class LLMCard(_Card):
     @property
     def card_path(self) -> Path:
         return self.directory / "model.toml"
+
+    @property
+    def arch(self) -> Architecture:
+        """Our model's shape; a card whose model an engine serves has none."""
+        if self.architecture is None:
+            raise ModelError(f"{self.card_path}: the model is served by your engine "
+                             "(source = \"user\"); it has no in-process architecture",
+                             hint="use --backend openai --url URL with this benchmark")
+        return self.architecture
 
     @property
     def state_dict_path(self) -> Path:
@@ -133,7 +178,10 @@ def load_llm_card(paths: Paths, name: str) -> LLMCard:
 
 
 def verify_weights(card: LLMCard) -> str:
-    """The state dict's sha256, or ``ModelError`` if it is missing or not the card's."""
+    """The state dict's sha256, or ``ModelError`` if it is missing or not the card's; ""
+    for a model the user's engine serves (its weights are not ours to hash)."""
+    if card.model.source == "user":
+        return ""
     path = card.state_dict_path
     if not path.is_file():
         raise ModelError(f"model weights {path} are missing (named by {card.card_path})",

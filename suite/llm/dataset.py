@@ -1,10 +1,15 @@
-"""The LLM dataset (prompts and reference continuations) and its char tokenizer.
+"""The LLM dataset (prompts and reference continuations) and its tokenizer.
 
-The card's ``[dataset] file`` (``dataset.json``) holds ``samples``: ``{"prompt", "reference"}``
-pairs cut from held-out text; ``vocab.json`` holds the characters, EOS first. Both are
-committed data, so no run needs the corpus package. ``data.dataset_dir`` may name a directory
-with another ``dataset.json`` of the same form (a subset, for a short test); such a run is
-not submittable, as for any dataset of the wrong size.
+tinylm: the card's ``[dataset] file`` (``dataset.json``) holds ``samples``: ``{"prompt",
+"reference"}`` pairs cut from held-out text; ``vocab.json`` holds the characters, EOS
+first. Both are committed data, so no run needs the corpus package. ``data.dataset_dir``
+may name a directory with another ``dataset.json`` of the same form (a subset, for a short
+test); such a run is not submittable, as for any dataset of the wrong size.
+
+The round's models (llama3.1-8b, llama2-70b): the official file the user brings
+(``--dataset-path``, read by ``round_data``) and the model's own ``tokenizer.json`` from
+the model directory the user gives (``--model-path``), read with ``tokenizers``; the
+prompts are the file's token ids, checked against the tokenizer.
 """
 
 from __future__ import annotations
@@ -34,9 +39,9 @@ class CharTokenizer:
         except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
             raise DatasetError(f"{path}: unreadable vocabulary ({exc})",
                                hint="restore the committed vocab.json") from None
-        if len(chars) != card.architecture.vocab_size:
+        if len(chars) != card.arch.vocab_size:
             raise DatasetError(f"{path}: {len(chars)} characters, the card's vocab_size is "
-                               f"{card.architecture.vocab_size}")
+                               f"{card.arch.vocab_size}")
         return cls(chars, card.tokenizer.eos_id)
 
     def encode(self, text: str) -> list[int]:
@@ -50,12 +55,62 @@ class CharTokenizer:
         return "".join(self.chars[i] for i in ids if i != self.eos_id and 0 <= i < len(self.chars))
 
 
+class HFTokenizer:
+    """A Hugging Face ``tokenizer.json`` (the ``tokenizers`` library; nothing downloaded).
+    ``decode`` skips special tokens, as the reference evaluations do."""
+
+    def __init__(self, path: Path, eos_id: int) -> None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise DatasetError("the round's LLM benchmarks need the tokenizers package",
+                               hint="pip install -e '.[hf]'") from None
+        if not path.is_file():
+            raise DatasetError(f"tokenizer file {path} does not exist",
+                               hint="--model-path: the model directory (with tokenizer.json)")
+        try:
+            self._tokenizer = Tokenizer.from_file(str(path))
+        except Exception as exc:  # the library raises plain Exceptions
+            raise DatasetError(f"{path}: not a tokenizer.json ({exc})") from None
+        self.path, self.eos_id = path, eos_id
+        self.vocab_size = self._tokenizer.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tokenizer.encode(text).ids)
+
+    def decode(self, ids: list[int]) -> str:
+        return str(self._tokenizer.decode(ids, skip_special_tokens=True))
+
+
+def llm_cache(cache_dir: str) -> Path | None:
+    """Where parsed round datasets are cached (``data.cache_dir``/llm), if anywhere."""
+    return Path(cache_dir) / "llm" if cache_dir else None
+
+
+def tokenizer_spec(tokenizer: CharTokenizer | HFTokenizer) -> tuple[str, Any, int]:
+    """What rebuilds ``tokenizer`` in another process (``tokenizer_from_spec``)."""
+    if isinstance(tokenizer, HFTokenizer):
+        return ("hf", str(tokenizer.path), tokenizer.eos_id)
+    return ("char", tokenizer.chars, tokenizer.eos_id)
+
+
+def tokenizer_from_spec(spec: tuple[str, Any, int]) -> CharTokenizer | HFTokenizer:
+    kind, source, eos = spec
+    return HFTokenizer(Path(source), eos) if kind == "hf" else CharTokenizer(source, eos)
+
+
 class LLMDataset:
     """Prompts as token ids, with their reference continuations (QSL: all in memory)."""
 
     name = "tinylm-shakespeare"
 
-    def __init__(self, card: LLMCard, dataset_dir: str = "") -> None:
+    def __init__(self, card: LLMCard, dataset_dir: str = "", model_path: str = "",
+                 cache_dir: Path | None = None) -> None:
+        self.tokenizer: CharTokenizer | HFTokenizer
+        self.sha256 = ""
+        if card.dataset.format != "tinylm-json":
+            self._round(card, dataset_dir, model_path, cache_dir)
+            return
         self.path = (Path(dataset_dir) if dataset_dir else card.directory) / card.dataset.file
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -74,9 +129,47 @@ class LLMDataset:
         self.tokenizer = CharTokenizer.from_card(card)
         self.prompts = [self.tokenizer.encode(p) for p in self.prompts_text]
         longest = max(len(p) for p in self.prompts) + card.generation.max_new_tokens
-        if longest > card.architecture.block_size + 1:
+        if longest > card.arch.block_size + 1:
             raise DatasetError(f"{self.path}: a prompt plus max_new_tokens needs {longest} "
-                               f"positions; the model has {card.architecture.block_size}")
+                               f"positions; the model has {card.arch.block_size}")
+
+    def _round(self, card: LLMCard, dataset_path: str, model_path: str,
+               cache_dir: Path | None) -> None:
+        """The round's dataset file and the model's tokenizer (see the module docstring)."""
+        from suite.llm import round_data
+
+        spec = card.dataset
+        self.name = spec.name
+        if not dataset_path:
+            raise DatasetError(f"benchmark {card.name} needs its dataset file ({spec.file})",
+                               hint=f"--dataset-path PATH ({spec.source or 'see docs'})")
+        if not model_path:
+            raise DatasetError(f"benchmark {card.name} needs the model directory (its "
+                               f"{card.tokenizer.file})", hint="--model-path DIR")
+        path = Path(dataset_path)
+        self.path = path / spec.file if path.is_dir() else path
+        records = round_data.load(self.path, spec.format, spec.prompt_field, spec.tokens_field,
+                                  spec.reference_field, cache_dir)
+        self.sha256 = records.sha256
+        self.prompts_text, self.references = records.prompts_text, records.references
+        tokenizer = HFTokenizer(Path(model_path) / card.tokenizer.file, card.tokenizer.eos_id)
+        self.tokenizer = tokenizer
+        self.prompts = records.tokens or [tokenizer.encode(t) for t in records.prompts_text]
+        top = max(max(p) for p in self.prompts)
+        if top >= tokenizer.vocab_size:
+            raise DatasetError(f"{self.path}: token id {top} is outside the vocabulary of "
+                               f"{tokenizer.path} ({tokenizer.vocab_size} tokens): the "
+                               "tokenizer does not match the dataset", hint="--model-path: "
+                               f"the {card.model.hf_id or card.name} model directory")
+        for index in range(min(4, len(self.prompts))):
+            words = records.prompts_text[index].split()[:6]
+            if records.tokens and words and " ".join(words) not in " ".join(
+                    tokenizer.decode(self.prompts[index]).split()):
+                raise DatasetError(f"{self.path}: record {index}'s token ids do not decode to "
+                                   f"its '{spec.prompt_field}' text with {tokenizer.path}: "
+                                   "the tokenizer does not match the dataset",
+                                   hint=f"--model-path: the {card.model.hf_id or card.name} "
+                                        "model directory")
 
     @property
     def total_count(self) -> int:
@@ -89,5 +182,10 @@ class LLMDataset:
         """LoadGen's QSL unload: nothing to free."""
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "total": self.total_count, "file": str(self.path),
-                "prompt_tokens_max": max(len(p) for p in self.prompts)}
+        described = {"name": self.name, "total": self.total_count, "file": str(self.path),
+                     "prompt_tokens_max": max(len(p) for p in self.prompts)}
+        if self.sha256:
+            described["sha256"] = self.sha256
+        if isinstance(self.tokenizer, HFTokenizer):
+            described["tokenizer"] = str(self.tokenizer.path)
+        return described

@@ -28,7 +28,7 @@ from typing import Any
 
 from suite.errors import ConfigError, SuiteError
 from suite.llm.card import LLMCard, verify_weights
-from suite.llm.dataset import LLMDataset
+from suite.llm.dataset import CharTokenizer, LLMDataset
 from suite.llm.generation import GenerationConfig, TorchGenerationBackend, generate
 from suite.models import sha256_file
 
@@ -89,7 +89,7 @@ def gpt2_state_dict(state: dict[str, Any], n_layer: int) -> dict[str, Any]:
 
 
 def _config(card: LLMCard) -> dict[str, Any]:
-    arch, eos = card.architecture, card.tokenizer.eos_id
+    arch, eos = card.arch, card.tokenizer.eos_id
     return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
             "vocab_size": arch.vocab_size, "n_positions": arch.block_size,
             "n_ctx": arch.block_size, "n_embd": arch.d_model, "n_layer": arch.n_layer,
@@ -132,9 +132,10 @@ def export_hf(card: LLMCard, out_dir: Path, *, force: bool = False) -> list[Path
     save_file = _import("safetensors.torch").save_file
     source_sha = verify_weights(card)
     state = torch.load(card.state_dict_path, map_location="cpu", weights_only=True)
-    tensors = gpt2_state_dict(state, card.architecture.n_layer)
-    dataset = LLMDataset(card)
-    chars, eos = dataset.tokenizer.chars, card.tokenizer.eos_id
+    tensors = gpt2_state_dict(state, card.arch.n_layer)
+    tokenizer = LLMDataset(card).tokenizer
+    assert isinstance(tokenizer, CharTokenizer)  # a bundled card's (export refuses others)
+    chars, eos = tokenizer.chars, card.tokenizer.eos_id
     out_dir.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
     _write_json(out_dir / "config.json", _config(card))
@@ -147,7 +148,7 @@ def export_hf(card: LLMCard, out_dir: Path, *, force: bool = False) -> list[Path
     _write_json(out_dir / "tokenizer_config.json", {
         "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": chars[eos],
         "eos_token": chars[eos], "pad_token": chars[eos],
-        "model_max_length": card.architecture.block_size,
+        "model_max_length": card.arch.block_size,
         "clean_up_tokenization_spaces": False})
     written = [out_dir / name for name in FILES]
     _write_json(out_dir / RECORD, {

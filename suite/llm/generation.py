@@ -80,7 +80,7 @@ def load_torch_model(card: LLMCard, device: str = "cpu") -> Any:
 
     verify_weights(card)
     module, class_name = _load_module(card)
-    cfg = getattr(module, card.model.config_class)(**card.architecture.model_dump(
+    cfg = getattr(module, card.model.config_class)(**card.arch.model_dump(
         include={"vocab_size", "block_size", "n_layer", "n_head", "d_model"}))
     model = getattr(module, class_name)(cfg)
     state = torch.load(card.state_dict_path, map_location=device, weights_only=True)

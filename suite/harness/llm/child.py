@@ -16,7 +16,7 @@ from suite.harness.llm.sut import LLMSystemUnderTest
 from suite.harness.loadgen import TokenCompleter
 from suite.llm.backend import TorchLLMBackend
 from suite.llm.card import LLMCard, load_llm_card
-from suite.llm.dataset import LLMDataset
+from suite.llm.dataset import LLMDataset, llm_cache
 from suite.llm.endpoint_check import check as check_endpoint
 from suite.llm.generation import GenerationConfig
 from suite.llm.openai_backend import OpenAIBackend
@@ -36,7 +36,8 @@ def build_llm_sut(home: Path, config: RunConfig,
         raise BackendError(f"backend '{config.backend}' cannot run the text-generation card "
                         f"{card.card_path}; use --backend torch-llm or openai")
     gen, info = backend.open(card, config.sut.max_batch_size)
-    dataset = LLMDataset(card, config.data.dataset_dir)
+    dataset = LLMDataset(card, config.data.dataset_dir, config.data.model_path,
+                          llm_cache(config.data.cache_dir))
     completer = backend.make_completer() or TokenCompleter()
     if not isinstance(completer, TokenCompleter):
         raise BackendError(f"backend '{config.backend}': make_completer() returned "
@@ -53,7 +54,8 @@ def _endpoint_sut(backend: OpenAIBackend, card: LLMCard, config: RunConfig,
                   on_drain: Any) -> tuple[LLMSystemUnderTest, dict[str, Any]]:
     """The streaming SUT, and the record of what the servers said (asked again here, so
     the record is this test's own)."""
-    dataset = LLMDataset(card, config.data.dataset_dir)
+    dataset = LLMDataset(card, config.data.dataset_dir, config.data.model_path,
+                          llm_cache(config.data.cache_dir))
     settings = backend.settings(card)
     record = check_endpoint(settings, dataset.prompts[0], dataset.tokenizer.encode,
                             dataset.tokenizer.decode)

@@ -22,7 +22,7 @@ from typing import Any
 from suite.harness.llm.endpoint_workers import ClientWorkers
 from suite.harness.loadgen import TokenCompleter
 from suite.harness.sut.failures import FailureLog
-from suite.llm.dataset import LLMDataset
+from suite.llm.dataset import LLMDataset, tokenizer_spec
 from suite.llm.endpoint_client import ClientSettings, EndpointClient
 
 
@@ -50,8 +50,8 @@ class EndpointSystemUnderTest:
         first = self._first if report_first_token else None
         self.workers = workers
         self.client: EndpointClient | ClientWorkers = (
-            ClientWorkers(settings, workers, dataset.prompts, tokenizer.chars,
-                          tokenizer.eos_id, first, self._done, self._error) if workers
+            ClientWorkers(settings, workers, dataset.prompts, tokenizer_spec(tokenizer),
+                          first, self._done, self._error) if workers
             else EndpointClient(settings, tokenizer.encode, tokenizer.decode, first,
                                 self._done, self._error))
 

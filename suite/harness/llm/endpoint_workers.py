@@ -39,11 +39,11 @@ def default_workers() -> int:
 
 
 def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]],
-            chars: list[str], eos_id: int) -> None:
+            spec: tuple[str, Any, int]) -> None:
     """A worker process: stream what the parent sends, send back batches of events."""
-    from suite.llm.dataset import CharTokenizer
+    from suite.llm.dataset import tokenizer_from_spec
 
-    tokenizer = CharTokenizer(chars, eos_id)
+    tokenizer = tokenizer_from_spec(spec)
     out: list[tuple[Any, ...]] = []
     lock = threading.Lock()
     started: list[float] = []
@@ -91,11 +91,11 @@ class ClientWorkers:
     """N client processes behind the ``EndpointClient`` surface (see the module docstring)."""
 
     def __init__(self, settings: ClientSettings, count: int, prompts: Sequence[Sequence[int]],
-                 chars: list[str], eos_id: int, on_first: FirstCallback | None,
+                 tokenizer: tuple[str, Any, int], on_first: FirstCallback | None,
                  on_done: DoneCallback, on_error: ErrorCallback) -> None:
         self._settings, self._count = settings, count
         self._prompts = [list(p) for p in prompts]
-        self._chars, self._eos_id = chars, eos_id
+        self._tokenizer = tokenizer
         self._on_first, self._on_done, self._on_error = on_first, on_done, on_error
         self._conns: list[Connection] = []
         self._procs: list[Any] = []
@@ -112,8 +112,8 @@ class ClientWorkers:
         for index in range(self._count):
             parent, child = context.Pipe()
             proc = context.Process(target=_worker, name=f"endpoint-client-{index}",
-                                   args=(child, self._settings, self._prompts, self._chars,
-                                         self._eos_id), daemon=True)
+                                   args=(child, self._settings, self._prompts,
+                                         self._tokenizer), daemon=True)
             proc.start()
             child.close()
             self._conns.append(parent)

@@ -21,12 +21,13 @@ from pathlib import Path
 
 from suite import backends
 from suite.config.loader import ConfigRequest, load_config
+from suite.config.rules import ModelRules
 from suite.errors import ConfigError, SuiteError
 from suite.harness.runner import ProgressCallback, create_run_dir, run_in_child
-from suite.llm import test06
-from suite.llm.accuracy import score_log
+from suite.llm import round_accuracy, test06
+from suite.llm.accuracy import score_log, score_round_log
 from suite.llm.card import LLMCard, load_llm_card, verify_weights
-from suite.llm.dataset import LLMDataset
+from suite.llm.dataset import LLMDataset, llm_cache
 from suite.llm.endpoint_check import check as check_endpoint
 from suite.llm.openai_backend import OpenAIBackend
 from suite.logs import ACCURACY_LOG, DETAIL_LOG, parse_detail_log
@@ -53,7 +54,8 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     card = load_llm_card(paths, config.benchmark)
     sha = verify_weights(card)
     backends.ensure_available(config.backend, config.backend_options)
-    dataset = LLMDataset(card, config.data.dataset_dir)
+    dataset = LLMDataset(card, config.data.dataset_dir, config.data.model_path,
+                          llm_cache(config.data.cache_dir))
     bench = config.resolved_rules.benchmark
     reasons = list(config.non_submittable_reasons)
     reasons += _check_endpoint(config.backend, config.backend_options, card, dataset)
@@ -84,7 +86,8 @@ def run(request: ConfigRequest, paths: Paths | None = None,
             test, compliance = _test06(test, card, config.scenario is Scenario.OFFLINE,
                                        run_dir)
         if mode is Mode.ACCURACY and test.status is Status.VALID:
-            test = score_test(test, card, dataset, bench.accuracy_target)
+            test = score_test(test, card, dataset, bench.accuracy_target,
+                              config.resolved_rules.model)
         tests.append(test)
         if test.status in (Status.FAILED, Status.INTERRUPTED):
             break
@@ -121,9 +124,11 @@ def _check_endpoint(name: str, options: dict[str, object], card: LLMCard,
 
 
 def score_test(test: TestResult, card: LLMCard, dataset: LLMDataset,
-               target: float) -> TestResult:
+               target: float, model: ModelRules | None = None) -> TestResult:
     """The accuracy test's verdict from its accuracy log (a bad log fails the test)."""
     test_dir = Path(test.directory)
+    if card.accuracy.metric == "round":
+        return _score_round(test, dataset, model)
     try:
         errors = parse_detail_log(test_dir / DETAIL_LOG).errors
         scored = score_log(test_dir, card, dataset.tokenizer.decode, dataset.references, target)
@@ -138,6 +143,31 @@ def score_test(test: TestResult, card: LLMCard, dataset: LLMDataset,
                  "tokens_per_sample_max": scored.tokens_bounds[1]})
     status = Status.VALID if accuracy.passed else Status.INVALID
     return test.model_copy(update={"accuracy": accuracy, "status": status})
+
+
+def _score_round(test: TestResult, dataset: LLMDataset, model: ModelRules | None) -> TestResult:
+    """A round model's accuracy: every target of the round's checker row must hold."""
+    if model is None:
+        return test.model_copy(update={"status": Status.FAILED, "message": "the round has "
+                                       "no accuracy targets for this benchmark's model"})
+    test_dir = Path(test.directory)
+    try:
+        errors = parse_detail_log(test_dir / DETAIL_LOG).errors
+        result, passed, lines, digest = score_round_log(
+            test_dir, dataset.tokenizer.decode, dataset.references, model.targets,
+            model.upper_limits)
+    except SuiteError as exc:
+        return test.model_copy(update={"status": Status.FAILED, "message": str(exc)})
+    first = next(iter(model.targets))
+    key = round_accuracy.METRIC_KEYS.get(first, first)
+    accuracy = AccuracyResult(
+        metric=first, value=float(str(result.get(key, 0.0))), target=model.targets[first],
+        passed=passed and not errors, good=int(str(result["gen_num"])),
+        total=int(str(result["gen_num"])), log_sha256=digest, loadgen_errors=errors[:20],
+        details={k: float(v) for k, v in result.items() if isinstance(v, int | float)})
+    status = Status.VALID if accuracy.passed else Status.INVALID
+    return test.model_copy(update={"accuracy": accuracy, "status": status,
+                                   "message": "; ".join(lines)})
 
 
 def _test06(test: TestResult, card: LLMCard, offline: bool,

@@ -1,0 +1,166 @@
+"""The round's LLM datasets in their official formats, from the file the user brings.
+
+* ``json-records`` (llama3.1-8b's ``cnn_eval.json``): a JSON list of objects;
+* ``pandas-pickle`` (llama2-70b's ``open_orca_gpt4_tokenized_llama.sampled_24576.pkl``): a
+  pickled pandas DataFrame. A pickle can run code when it is loaded, so it is read by an
+  unpickler that admits only the pandas and numpy classes a DataFrame is made of;
+  anything else is refused, naming what the file asked for.
+
+Each record must have the card's prompt, token-id and reference fields; a missing field,
+a wrong shape or an empty file is one ``DatasetError`` naming the file, the record and the
+field. The file's SHA-256 is computed once; the parsed records are cached under it (token
+ids as one int32 array with offsets, texts as JSON), so a second run reads arrays, not a
+100 MB JSON or a pickle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from suite.errors import DatasetError
+
+_HINT = "give the official file (see docs/llm-round.md) with --dataset-path"
+
+#: What a pandas DataFrame pickle may name: pandas' internals and numpy's array types.
+_ALLOWED_PREFIXES = ("pandas.core.", "pandas._libs.", "pandas.core.indexes.")
+_ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
+            ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
+            ("numpy._core.multiarray", "scalar"), ("builtins", "slice"),
+            ("_codecs", "encode"), ("copyreg", "_reconstructor"), ("builtins", "object")}
+
+
+class _DataFrameUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _ALLOWED or module.startswith(_ALLOWED_PREFIXES):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"it names {module}.{name}, which a pandas DataFrame "
+                                     "does not need (refused: unpickling can run code)")
+
+
+@dataclass
+class Records:
+    """One dataset's prompts (text and, where the file has them, token ids) and references."""
+
+    prompts_text: list[str]
+    tokens: list[list[int]] | None
+    references: list[str]
+    sha256: str
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _rows(path: Path, fmt: str) -> list[dict[str, Any]]:
+    """The file's records as dicts (fields not yet checked)."""
+    if fmt == "json-records":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"{path}: not UTF-8 text ({exc.reason})", hint=_HINT) from None
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})",
+                               hint=_HINT) from None
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise DatasetError(f"{path}: expected a JSON list of objects (records), found "
+                               f"{type(data).__name__}", hint=_HINT)
+        return data
+    try:
+        import pandas as pd
+    except ImportError:
+        raise DatasetError(f"reading {path} (a pandas pickle) needs pandas",
+                           hint="pip install pandas") from None
+    try:
+        with path.open("rb") as handle:
+            frame = _DataFrameUnpickler(handle).load()
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError,
+            ValueError, IndexError) as exc:
+        raise DatasetError(f"{path}: not a pandas DataFrame pickle: {exc}", hint=_HINT) from None
+    if not isinstance(frame, pd.DataFrame):
+        raise DatasetError(f"{path}: the pickle holds a {type(frame).__name__}, not a pandas "
+                           "DataFrame", hint=_HINT)
+    return [dict(zip(frame.columns, row, strict=True))
+            for row in frame.itertuples(index=False, name=None)]
+
+
+def parse(path: Path, fmt: str, prompt_field: str, tokens_field: str,
+          reference_field: str) -> Records:
+    """Read and check ``path`` (see the module docstring)."""
+    if not path.is_file():
+        raise DatasetError(f"dataset file {path} does not exist", hint=_HINT)
+    if path.stat().st_size == 0:
+        raise DatasetError(f"dataset file {path} is empty", hint=_HINT)
+    rows = _rows(path, fmt)
+    if not rows:
+        raise DatasetError(f"dataset file {path} has no records", hint=_HINT)
+    wanted = [f for f in (prompt_field, tokens_field, reference_field) if f]
+    texts: list[str] = []
+    references: list[str] = []
+    tokens: list[list[int]] = []
+    for index, row in enumerate(rows):
+        missing = [f for f in wanted if f not in row]
+        if missing:
+            raise DatasetError(f"{path}: record {index} has no field '{missing[0]}' (it has "
+                               f"{', '.join(map(str, list(row)[:8]))})", hint=_HINT)
+        for field in (prompt_field, reference_field):
+            if not isinstance(row[field], str):
+                raise DatasetError(f"{path}: record {index}: field '{field}' is "
+                                   f"{type(row[field]).__name__}, not text", hint=_HINT)
+        texts.append(row[prompt_field])
+        references.append(row[reference_field])
+        if tokens_field:
+            ids = row[tokens_field]
+            ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
+            if (not isinstance(ids, list) or not ids
+                    or not all(isinstance(i, int | np.integer) and i >= 0 for i in ids)):
+                raise DatasetError(f"{path}: record {index}: field '{tokens_field}' is not a "
+                                   "non-empty list of token ids", hint=_HINT)
+            tokens.append([int(i) for i in ids])
+    return Records(texts, tokens if tokens_field else None, references, file_sha256(path))
+
+
+def load(path: Path, fmt: str, prompt_field: str, tokens_field: str, reference_field: str,
+         cache_dir: Path | None) -> Records:
+    """``parse``, through a cache keyed by the file's SHA-256 and the fields read."""
+    if cache_dir is None:
+        return parse(path, fmt, prompt_field, tokens_field, reference_field)
+    if not path.is_file():
+        raise DatasetError(f"dataset file {path} does not exist", hint=_HINT)
+    sha = file_sha256(path)
+    key = hashlib.sha256(json.dumps([sha, fmt, prompt_field, tokens_field,
+                                     reference_field]).encode()).hexdigest()[:32]
+    arrays, texts = cache_dir / f"{key}.npz", cache_dir / f"{key}.json"
+    if arrays.is_file() and texts.is_file():
+        try:
+            with np.load(arrays, allow_pickle=False) as stored:
+                flat, offsets = stored["ids"], stored["offsets"]
+            meta = json.loads(texts.read_text(encoding="utf-8"))
+            tokens = ([flat[a:b].tolist() for a, b in itertools.pairwise(offsets)]
+                      if meta["has_tokens"] else None)
+            return Records(meta["prompts"], tokens, meta["references"], sha)
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged cache is rebuilt
+    records = parse(path, fmt, prompt_field, tokens_field, reference_field)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    lists = records.tokens or []
+    offsets = np.cumsum([0, *(len(t) for t in lists)], dtype=np.int64)
+    flat = np.fromiter((i for t in lists for i in t), dtype=np.int32, count=int(offsets[-1]))
+    tmp = arrays.with_suffix(".tmp.npz")
+    np.savez(tmp, ids=flat, offsets=offsets)
+    tmp.replace(arrays)
+    texts.write_text(json.dumps({"prompts": records.prompts_text,
+                                 "references": records.references,
+                                 "has_tokens": records.tokens is not None}), encoding="utf-8")
+    return records
