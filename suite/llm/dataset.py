@@ -162,7 +162,9 @@ class LLMDataset:
                                "tokenizer does not match the dataset", hint="--model-path: "
                                f"the {card.model.hf_id or card.name} model directory")
         for index in range(min(4, len(self.prompts))):
-            words = records.prompts_text[index].split()[:6]
+            every = records.prompts_text[index].split()
+            middle = max(0, len(every) // 2 - 3)  # clear of markup such as "<s>[INST]"
+            words = every[middle:middle + 6]
             if records.tokens and words and " ".join(words) not in " ".join(
                     tokenizer.decode(self.prompts[index]).split()):
                 raise DatasetError(f"{self.path}: record {index}'s token ids do not decode to "

@@ -33,13 +33,17 @@ _HINT = "give the official file (see docs/llm-round.md) with --dataset-path"
 _ALLOWED_PREFIXES = ("pandas.core.", "pandas._libs.", "pandas.core.indexes.")
 _ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
             ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
-            ("numpy._core.multiarray", "scalar"), ("builtins", "slice"),
+            ("numpy._core.multiarray", "scalar"), ("numpy.core.numeric", "_frombuffer"),
+            ("numpy._core.numeric", "_frombuffer"), ("builtins", "slice"),
             ("_codecs", "encode"), ("copyreg", "_reconstructor"), ("builtins", "object")}
+#: pandas >= 3 names its public classes (DataFrame, Index, StringDtype...) from these.
+_CLASS_MODULES = ("pandas", "pandas.arrays")
 
 
 class _DataFrameUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _ALLOWED or module.startswith(_ALLOWED_PREFIXES):
+        if ((module, name) in _ALLOWED or module.startswith(_ALLOWED_PREFIXES)
+                or (module in _CLASS_MODULES and name[:1].isupper())):
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"it names {module}.{name}, which a pandas DataFrame "
                                      "does not need (refused: unpickling can run code)")
