@@ -43,6 +43,7 @@ DoneCallback = Callable[[int, list[int], str], None]
 ErrorCallback = Callable[[int, str], None]
 
 ERROR_BODY_LIMIT = 2048  # bytes of an error response shown: evidence, not a flood
+MAX_EVENT_BYTES = 1 << 22  # one SSE line: a server that never ends a line is refused
 
 
 def _json_dumps() -> Callable[[Any], bytes]:
@@ -142,7 +143,8 @@ def read_event(state: StreamState, payload: Any, chat: bool) -> bool:
             raise StreamError(f"a choice is not a JSON object: {str(choice)[:200]}")
         ids = choice.get("token_ids")
         if ids:
-            if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+            # The elements are checked once, when the ids become LoadGen's int32 payload.
+            if type(ids) is not list:
                 raise StreamError(f"'token_ids' is not a list of integers: {str(ids)[:200]}")
             state.ids.extend(ids)
             carried = True
@@ -273,22 +275,32 @@ class EndpointClient:
                 raise StreamError(f"HTTP {response.status}: "
                                   f"{raw.decode('utf-8', 'replace').strip()[:500]}")
             state = StreamState()
-            chat, done = s.api == "chat", False
-            async for line in response.content:
-                if not line.startswith(b"data:"):
-                    continue  # blank separators, comments, other fields
-                data = line[5:].strip()
-                if data == b"[DONE]":
-                    done = True
+            chat, done, rest = s.api == "chat", False, b""
+            # Whatever the socket delivered, split into lines at once (an SSE event is a
+            # "data:" line and a blank one; a read often holds several events): one
+            # Python-level step per read, not per line or byte.
+            async for chunk in response.content.iter_any():
+                lines = (rest + chunk).split(b"\n")
+                rest = lines.pop()
+                if len(rest) > MAX_EVENT_BYTES:
+                    raise StreamError(f"an event is longer than {MAX_EVENT_BYTES} bytes")
+                for line in lines:
+                    if not line.startswith(b"data:"):
+                        continue  # blank separators, comments, other fields
+                    data = line[5:].strip()
+                    if data == b"[DONE]":
+                        done = True
+                        break
+                    try:
+                        payload = self._loads(data)
+                    except ValueError as exc:
+                        raise StreamError(f"malformed JSON in an event: {data[:200]!r}") from exc
+                    if read_event(state, payload, chat) and not state.first_sent:
+                        state.first_sent = True
+                        if self._on_first is not None:
+                            self._on_first(key, self._ids(state) or [0])
+                if done:
                     break
-                try:
-                    payload = self._loads(data)
-                except ValueError as exc:
-                    raise StreamError(f"malformed JSON in an event: {data[:200]!r}") from exc
-                if read_event(state, payload, chat) and not state.first_sent:
-                    state.first_sent = True
-                    if self._on_first is not None:
-                        self._on_first(key, self._ids(state) or [0])
             self.chunks += state.chunks
             if not done:
                 raise StreamError(f"the stream ended after {state.chunks} events without "
@@ -306,6 +318,8 @@ class EndpointClient:
             raise StreamError("the server streamed text but no token ids; set "
                               "backend.openai.token_source = \"tokenizer\" for this engine")
         ids = self._ids(state)
+        if not all(type(i) is int and 0 <= i < 1 << 31 for i in ids):
+            raise StreamError(f"'token_ids' holds something other than token ids: {ids[:20]}")
         if state.usage is not None and state.usage != len(ids):
             raise StreamError(f"the server reports {state.usage} completion tokens but "
                               f"streamed {len(ids)} ({s.token_source} ids)")

@@ -44,7 +44,7 @@ def test_events_fold_ids_text_usage_and_finish() -> None:
     ([1, 2], "not a JSON object"),
     ({"error": {"message": "overloaded"}}, "error event"),
     ({"id": 1}, "no 'choices' list"),
-    ({"choices": [{"token_ids": ["a"]}]}, "not a list of integers"),
+    ({"choices": [{"token_ids": "1 2"}]}, "not a list of integers"),
 ])
 def test_malformed_events_are_stream_errors(payload: object, expected: str) -> None:
     with pytest.raises(StreamError, match=expected):
@@ -64,3 +64,14 @@ def test_the_key_is_scrubbed_from_messages() -> None:
     s = settings(api_key="sk-secret")
     assert scrub("401: bad key sk-secret", s) == "401: bad key ***"
     assert "Authorization" in s.headers() and "Authorization" not in settings().headers()
+
+
+def test_ids_that_are_not_token_ids_fail_the_request() -> None:
+    from suite.llm.endpoint_client import EndpointClient
+
+    client = EndpointClient(settings(), lambda text: [], lambda ids: "", None,
+                            lambda *a: None, lambda *a: None)
+    state = StreamState(ids=[5, "a", 7])  # type: ignore[list-item]
+    with pytest.raises(StreamError, match="something other than token ids"):
+        client._finish(state)
+    assert client._finish(StreamState(ids=[5, 6], usage=2)) == ([5, 6], "engine")
