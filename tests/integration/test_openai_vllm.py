@@ -76,7 +76,7 @@ def test_tinylm_on_vllm_end_to_end(engine: str, tmp_path: Path) -> None:
     greedy_outputs_equal_our_in_process_ones(runs, tmp_path / "torch")
     server_streams_first_tokens(engine, runs)
     for scenario in ("offline", "server"):
-        test06_passes(engine, tmp_path / f"test06-{scenario}", scenario)
+        run_test06(engine, tmp_path / f"test06-{scenario}", scenario)
     runs_package_sign_verify_and_audit(runs, tmp_path / "package")
 
 
@@ -114,7 +114,7 @@ def server_streams_first_tokens(engine: str, runs: Path) -> None:
     assert '"key": "result_first_token_mean_latency_ns"' in detail
 
 
-def test06_passes(engine: str, runs: Path, scenario: str) -> None:
+def run_test06(engine: str, runs: Path, scenario: str) -> None:
     code, out = run_on(engine, runs, "--scenario", scenario, "--compliance", "TEST06")
     assert code == 0, out
     result = RunResult.load(next(runs.iterdir()) / "result.json")
