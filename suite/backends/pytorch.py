@@ -42,6 +42,7 @@ from suite.backends.base import (
 from suite.backends.torch_model import load_card_model
 from suite.backends.torch_model import weights_sha256 as weights_sha256  # re-export
 from suite.backends.torch_support import (
+    TORCH_INSTALL,
     ShapePlan,
     ShapePolicy,
     StreamSlots,
@@ -128,8 +129,7 @@ class TorchBackend(BackendBase):
     requires = (("torch", "torch"),)
     extra = "torch"
     # A bare `pip install torch` pulls a multi-GB CUDA build on CPU machines.
-    install = ("pip install torch==2.13.0 (CPU; on a GPU machine the CUDA build from "
-               "https://pytorch.org/get-started/locally/), then pip install -e '.[torch]'")
+    install = TORCH_INSTALL
 
     def __init__(self, options: BackendOptions | None = None) -> None:
         super().__init__(options)

@@ -117,6 +117,13 @@ def precision_record(dtype: str, tf32: bool) -> tuple[str, str]:
     return dtype, f"cast to {dtype}"
 
 
+#: How to get torch: the CPU build first (an open range pulls a multi-GB CUDA build), then
+#: the extra, as the README says; for an installed wheel and for a checkout.
+TORCH_INSTALL = ("pip install torch==2.13.0 (the CPU build; on a GPU machine the CUDA build "
+                 "from https://pytorch.org/get-started/locally/), then pip install "
+                 "'infersuite[torch]' (in a checkout: pip install -e '.[torch]')")
+
+
 def host_outputs(tensor: Any) -> Any:
     """Floating outputs as float32 (fp16/bf16 have no numpy twin or lose nothing widened);
     integer outputs, such as an argmax head's class indices, keep their type, which the

@@ -26,6 +26,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from suite.cli.options import runs_dir_option
 from suite.config.loader import ConfigRequest
 from suite.config.rules import DEFAULT_ROUND
 from suite.errors import SuiteError
@@ -190,7 +191,7 @@ def _request(benchmark: str, scenario: str, backend: str | None, mode: str, roun
 
 @app.command("run")
 @_config_options
-@click.option("--runs-dir", type=click.Path(path_type=Path), help="default: runs/")
+@runs_dir_option("where the run directory is made")
 @click.option("--target-qps", type=float, help="Server: loadgen.target_qps")
 @click.option("--expected-qps", type=float, help="Offline: loadgen.expected_qps")
 @click.option("--batch-size", type=int, help="sut.max_batch_size")
@@ -236,7 +237,7 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
 
 @app.command("demo")
 @click.option("--backend", default="onnxruntime", show_default=True)
-@click.option("--runs-dir", type=click.Path(path_type=Path), help="default: runs/")
+@runs_dir_option("where the run directory is made")
 @click.option("--quick/--full", default=True, show_default=True,
               help="quick durations (not submittable), or the round's official ones")
 def demo_command(backend: str, runs_dir: Path | None, quick: bool) -> int:

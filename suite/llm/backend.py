@@ -11,6 +11,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from suite.backends.base import BackendBase, BackendInfo, BackendOptions, nvidia_gpu_problem
+from suite.backends.torch_support import TORCH_INSTALL
 from suite.errors import BackendError
 from suite.llm.card import LLMCard
 from suite.llm.generation import TorchGenerationBackend
@@ -31,6 +32,7 @@ class TorchLLMBackend(BackendBase):
     Options = TorchLLMOptions
     requires: ClassVar[tuple[tuple[str, str], ...]] = (("torch", "torch"),)
     extra = "torch"
+    install = TORCH_INSTALL
 
     @classmethod
     def options_problem(cls, options: BackendOptions) -> str | None:

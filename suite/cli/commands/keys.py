@@ -9,13 +9,16 @@ import click
 
 
 @click.command("keygen")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path),
+@click.option("--out-dir", "out_dir", type=click.Path(path_type=Path),
               help="directory for signing.key and signing.pub "
                    "(default ~/.config/infersuite/keys)")
-def keygen_command(out_dir: Path | None) -> int:
+@click.option("--out", "out_alias", type=click.Path(path_type=Path), hidden=True,
+              help="the former name of --out-dir")
+def keygen_command(out_dir: Path | None, out_alias: Path | None) -> int:
     """Generate signing.key (encrypted PKCS#8, mode 0600) and signing.pub; print the key id."""
     from suite.api import keygen
 
+    out_dir = out_dir or out_alias
     private, public, keyid = keygen(out_dir, prompt=lambda: click.prompt(
         "new key passphrase", hide_input=True, confirmation_prompt=True, err=True)
         if sys.stdin.isatty() else "")

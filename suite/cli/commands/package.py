@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from suite.cli.options import runs_dir_option
+
 KEY_HELP = "encrypted private key (default ~/.config/infersuite/keys/signing.key); " \
            "passphrase from $SUITE_KEY_PASSPHRASE or a prompt"
 
@@ -25,7 +27,7 @@ def prompt_passphrase() -> str:
               show_default=True)
 @click.option("--system-config", type=click.Path(path_type=Path),
               help="TOML with the human system fields (see `suite system`)")
-@click.option("--runs-dir", type=click.Path(path_type=Path), help="default: runs/")
+@runs_dir_option("the runs to package")
 @click.option("--out-dir", type=click.Path(path_type=Path), help="default: submissions/")
 @click.option("--round", "round_name", default=None, help="default: the newest round")
 @click.option("--key", "key_path", type=click.Path(path_type=Path), help=KEY_HELP)

@@ -9,11 +9,15 @@ from pathlib import Path
 
 import click
 
+from suite.cli.options import runs_dir_option
+
 STATUSES = ("VALID", "INVALID", "FAILED", "INTERRUPTED")
 
 
 @click.command("runs")
-@click.argument("runs_dir", required=False, type=click.Path(path_type=Path))
+@click.argument("runs_dir_arg", metavar="[RUNS_DIR]", required=False,
+                type=click.Path(path_type=Path))
+@runs_dir_option("the runs to list (RUNS_DIR, the argument, is the same)")
 @click.option("--benchmark", help="only this benchmark")
 @click.option("--scenario", help="only this scenario")
 @click.option("--backend", help="only this backend")
@@ -22,7 +26,8 @@ STATUSES = ("VALID", "INVALID", "FAILED", "INTERRUPTED")
               help="only attempts that ended so")
 @click.option("--since", help="only attempts at or after this ISO date or time (UTC)")
 @click.option("--json", "as_json", is_flag=True, help="print the ledger as JSON")
-def runs_command(runs_dir: Path | None, benchmark: str | None, scenario: str | None,
+def runs_command(runs_dir_arg: Path | None, runs_dir: Path | None, benchmark: str | None,
+                 scenario: str | None,
                  backend: str | None, mode: str | None, status: str | None,
                  since: str | None, as_json: bool) -> int:
     """Every attempt under RUNS_DIR (default: the runs directory), grouped by config
@@ -32,6 +37,11 @@ def runs_command(runs_dir: Path | None, benchmark: str | None, scenario: str | N
 
     from suite.paths import find_paths
     from suite.reports.ledger import Filters, list_runs, render
+
+    if runs_dir and runs_dir_arg and runs_dir != runs_dir_arg:
+        raise click.UsageError(f"two runs directories given: {runs_dir_arg} and --runs-dir "
+                               f"{runs_dir}; give one")
+    runs_dir = runs_dir or runs_dir_arg
 
     ledger = list_runs(runs_dir or find_paths().runs,
                        Filters(benchmark, scenario, backend, mode, status, since))

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from suite.cli.options import runs_dir_option
+
 
 @click.command("tune")
 @click.option("--benchmark", default="digits", show_default=True)
@@ -15,7 +17,7 @@ import click
               type=click.Choice(["offline", "singlestream", "multistream", "server"]),
               help="repeatable; default: all four")
 @click.option("--system", help="system name for the settings file (default: this host)")
-@click.option("--runs-dir", type=click.Path(path_type=Path), help="default: runs/")
+@runs_dir_option("where the probes run")
 @click.option("--probe-ms", default=2000, show_default=True, help="duration of a probe run")
 @click.option("--confirm-ms", type=int,
               help="confirming run length (default: the official duration, 600 s)")
