@@ -301,11 +301,15 @@ def show_command(run_dirs: tuple[Path, ...]) -> int:
     results = []
     for run_dir in run_dirs:
         path = run_dir / "result.json"
+        if not run_dir.is_dir():
+            raise SuiteError(f"{run_dir} is not a directory",
+                             hint="give a run directory (suite runs lists them)")
         try:
             results.append(RunResult.load(path))
         except (OSError, ValueError) as exc:
             raise SuiteError(f"cannot read {path}: {exc}",
-                             hint="a run without result.json was killed; see its STATUS") from None
+                             hint="a run directory without result.json did not finish (it "
+                                  "failed to start, or was killed); see its STATUS") from None
     _print_results(results)
     return 0
 

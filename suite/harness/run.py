@@ -187,7 +187,8 @@ def _prepare_and_run(request: ConfigRequest, paths: Paths, started: ChildStart,
         raise RunFailed(reason, run_dir=run_dir, hint=_WRITABLE) from None
 
 
-_WRITABLE = "free space there, or choose a writable --runs-dir (runs_dir in the config)"
+_WRITABLE = ("check that the directory exists and is writable, and that its disk has free "
+             "space; or choose another --runs-dir (runs_dir in the config)")
 
 
 def _os_error(exc: OSError) -> str:

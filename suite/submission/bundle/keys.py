@@ -30,7 +30,11 @@ class KeyFileError(SuiteError):
 
 
 def default_key_dir() -> Path:
-    return Path.home() / ".config" / "infersuite" / "keys"
+    """``$XDG_CONFIG_HOME/infersuite/keys`` (``~/.config/infersuite/keys`` when unset), as
+    the README says XDG variables move the suite's state."""
+    config = os.environ.get("XDG_CONFIG_HOME", "")
+    base = Path(config) if config and Path(config).is_absolute() else Path.home() / ".config"
+    return base / "infersuite" / "keys"
 
 
 def passphrase(prompt: Callable[[], str] | None = None) -> bytes:

@@ -1,0 +1,25 @@
+"""Hints that point the right way: state directories follow XDG, a missing run directory is
+named as missing, not as a killed run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from suite.submission.bundle.keys import default_key_dir
+from tests.conftest import run_cli
+
+
+def test_signing_keys_follow_xdg_config_home(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert default_key_dir() == tmp_path / "infersuite" / "keys"
+    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/ignored")  # the spec: absolute only
+    assert default_key_dir() == Path.home() / ".config" / "infersuite" / "keys"
+
+
+def test_show_names_a_missing_directory_as_missing(tmp_path: Path) -> None:
+    done = run_cli("show", str(tmp_path / "no-such-run"))
+    assert done.returncode == 1
+    assert "is not a directory" in done.stderr and "killed" not in done.stderr
