@@ -71,12 +71,17 @@ def private_key(path: Path | None, prompt: Callable[[], str] | None = None
     ``$SUITE_KEY_PASSPHRASE`` or ``prompt()``."""
     from suite.submission.bundle.keys import (
         PRIVATE_NAME,
+        KeyFileError,
         default_key_dir,
         load_private,
         passphrase,
     )
 
-    return load_private(path or default_key_dir() / PRIVATE_NAME, passphrase(prompt))
+    key = path or default_key_dir() / PRIVATE_NAME
+    if not key.is_file():  # before asking for a passphrase the key would not need
+        raise KeyFileError(f"no signing key at {key}",
+                           hint="make one with `suite keygen`, or give --key PATH")
+    return load_private(key, passphrase(prompt))
 
 
 def package(submitter: str, system_name: str, *, division: str = "closed",

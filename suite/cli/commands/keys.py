@@ -11,7 +11,7 @@ import click
 @click.command("keygen")
 @click.option("--out-dir", "out_dir", type=click.Path(path_type=Path),
               help="directory for signing.key and signing.pub "
-                   "(default ~/.config/infersuite/keys)")
+                   "(default $XDG_CONFIG_HOME/infersuite/keys, ~/.config when unset)")
 @click.option("--out", "out_alias", type=click.Path(path_type=Path), hidden=True,
               help="the former name of --out-dir")
 def keygen_command(out_dir: Path | None, out_alias: Path | None) -> int:

@@ -11,7 +11,8 @@ import click
 
 from suite.cli.options import runs_dir_option
 
-KEY_HELP = "encrypted private key (default ~/.config/infersuite/keys/signing.key); " \
+KEY_HELP = "encrypted private key (default $XDG_CONFIG_HOME/infersuite/keys/signing.key, " \
+           "~/.config when unset); " \
            "passphrase from $SUITE_KEY_PASSPHRASE or a prompt"
 
 

@@ -23,3 +23,14 @@ def test_show_names_a_missing_directory_as_missing(tmp_path: Path) -> None:
     done = run_cli("show", str(tmp_path / "no-such-run"))
     assert done.returncode == 1
     assert "is not a directory" in done.stderr and "killed" not in done.stderr
+
+
+def test_package_without_a_key_says_keygen_before_any_passphrase(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    done = run_cli("package", "--submitter", "ORG", "--system", "box", "--runs-dir",
+                   str(runs), "--out-dir", str(tmp_path / "out"), "--unofficial",
+                   XDG_CONFIG_HOME=str(tmp_path / "config"))
+    assert done.returncode == 1
+    assert "no signing key at" in done.stderr and "suite keygen" in done.stderr
+    assert "passphrase" not in done.stderr
