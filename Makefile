@@ -18,7 +18,7 @@ SYSTEM ?= $(shell hostname)
 DIVISION ?= closed
 TREE ?= submissions
 BUNDLE ?=
-KEY ?= $(HOME)/.config/infersuite/keys/signing.pub
+KEY ?= $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/infersuite/keys/signing.pub
 
 RERUN ?= all
 
