@@ -78,7 +78,7 @@ def private_key(path: Path | None, prompt: Callable[[], str] | None = None
     )
 
     key = path or default_key_dir() / PRIVATE_NAME
-    if not key.is_file():  # before asking for a passphrase the key would not need
+    if not key.exists():  # before asking for a passphrase the key would not need
         raise KeyFileError(f"no signing key at {key}",
                            hint="make one with `suite keygen`, or give --key PATH")
     return load_private(key, passphrase(prompt))
