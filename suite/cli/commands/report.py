@@ -10,14 +10,18 @@ import click
 
 
 @click.command("report")
-@click.argument("run_dirs", nargs=-1, required=True,
-                type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--html", "out", required=True, type=click.Path(path_type=Path, dir_okay=False),
               help="write the HTML page here (images embedded, no external references)")
 def report_command(run_dirs: tuple[Path, ...], out: Path) -> int:
     """Write an HTML report of finished runs: plots, tune sweep, accuracy, config."""
+    from suite.errors import SuiteError
     from suite.reports.html import write_report
 
+    for run_dir in run_dirs:  # one line, exit 1, as every other error (not a usage error)
+        if not run_dir.is_dir():
+            raise SuiteError(f"{run_dir} is not a directory",
+                             hint="give run directories (suite runs lists them)")
     path = write_report(list(run_dirs), out)
     click.echo(f"report: {path}")
     return 0

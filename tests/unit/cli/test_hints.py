@@ -34,3 +34,10 @@ def test_package_without_a_key_says_keygen_before_any_passphrase(tmp_path: Path)
     assert done.returncode == 1
     assert "no signing key at" in done.stderr and "suite keygen" in done.stderr
     assert "passphrase" not in done.stderr
+
+
+def test_report_names_a_missing_directory_like_every_other_error(tmp_path: Path) -> None:
+    done = run_cli("report", str(tmp_path / "gone"), "--html", str(tmp_path / "r.html"))
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: ") and "is not a directory" in done.stderr
+    assert "Usage:" not in done.stderr
