@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from suite.audit.report import AuditReport
     from suite.checker.findings import CheckReport
     from suite.harness.tune import TuneReport
+    from suite.llm.card import LLMCard
     from suite.llm.export import ExportCheck
     from suite.models import ModelCard
     from suite.serve.launcher import Replica
@@ -243,19 +244,24 @@ def export(benchmark: str, out_dir: Path, *, fmt: str = "hf", verify_samples: in
     """Export an LLM card's model for a real engine (``hf``: Hugging Face GPT-2 layout),
     then check the exported model's greedy outputs against ours on ``verify_samples``
     prompts (0: no check)."""
-    from suite.llm.card import is_llm_benchmark, load_llm_card
     from suite.llm.export import FORMATS, export_hf, verify_hf
 
     paths = paths or find_paths()
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format '{fmt}'", hint=f"choose {', '.join(FORMATS)}")
-    if not is_llm_benchmark(paths, benchmark):
-        raise ConfigError(f"benchmark '{benchmark}' is not a text-generation card",
-                          hint="export applies to LLM benchmarks (tinylm)")
-    card = load_llm_card(paths, benchmark)
+    card = _llm_card(paths, benchmark, "export applies to LLM benchmarks (tinylm)")
     files = export_hf(card, out_dir, force=force)
     verification = verify_hf(card, out_dir, verify_samples) if verify_samples > 0 else None
     return ExportResult(files, verification)
+
+
+def _llm_card(paths: Paths, benchmark: str, hint: str) -> LLMCard:
+    """``benchmark``'s LLM card; another kind of card is one line naming it."""
+    from suite.llm.card import is_llm_benchmark, load_llm_card
+
+    if not is_llm_benchmark(paths, benchmark):
+        raise ConfigError(f"benchmark '{benchmark}' is not a text-generation card", hint=hint)
+    return load_llm_card(paths, benchmark)
 
 
 def serve_card(benchmark: str, model_path: Path | None = None,
@@ -314,17 +320,13 @@ def serve_llm(benchmark: str, engine: str, workdir: Path | None = None, *, port:
     """An LLM card's model on a real engine while the block runs: exported (and checked)
     into ``workdir`` unless ``model_dir`` is given, served on ``port`` (0: a free one),
     stopped however the block ends."""
-    from suite.llm.card import is_llm_benchmark, load_llm_card
     from suite.serve.launcher import free_port
     from suite.serve.llm_engines import ENGINES, start_engine, stop_engine
 
     paths = paths or find_paths()
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine '{engine}'", hint=f"choose {', '.join(ENGINES)}")
-    if not is_llm_benchmark(paths, benchmark):
-        raise ConfigError(f"benchmark '{benchmark}' is not a text-generation card",
-                          hint="--engine serves LLM benchmarks (tinylm)")
-    card = load_llm_card(paths, benchmark)
+    card = _llm_card(paths, benchmark, "--engine serves LLM benchmarks (tinylm)")
     root = workdir or Path(tempfile.mkdtemp(prefix="suite-engine-"))
     if model_dir is None:
         model_dir = root / f"{card.name}-hf"

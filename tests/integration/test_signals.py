@@ -154,13 +154,8 @@ def _restored_int() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize(("signum", "scenario"), [
-    (signal.SIGINT, "offline"), (signal.SIGTERM, "server"), (signal.SIGHUP, "singlestream"),
-    (signal.SIGINT, "multistream")])
-def test_a_stop_says_stopping_at_once_and_ends_any_scenario_promptly(
-        signum: signal.Signals, scenario: str, runs_dir: Path) -> None:
-    # A long run with the default drain grace (5 s): the stop must not wait for it, nor
-    # for LoadGen's schedule, nor for a 40 s Offline test's millions of queued samples.
+def _long_run_started(runs_dir: Path, scenario: str) -> subprocess.Popen[str]:
+    """A 40 s test (Offline: millions of samples queued), a second after LoadGen started."""
     sets = ["--set", "loadgen.min_duration_ms=40000"]
     if scenario == "offline":
         sets += ["--set", "loadgen.expected_qps=200000"]
@@ -170,6 +165,17 @@ def test_a_stop_says_stopping_at_once_and_ends_any_scenario_promptly(
                             stderr=subprocess.PIPE, text=True, preexec_fn=_restored_int)
     _wait_for("LoadGen ran", lambda: _loadgen_running(runs_dir), proc)
     time.sleep(1.0)
+    return proc
+
+
+@pytest.mark.parametrize(("signum", "scenario"), [
+    (signal.SIGINT, "offline"), (signal.SIGTERM, "server"), (signal.SIGHUP, "singlestream"),
+    (signal.SIGINT, "multistream")])
+def test_a_stop_says_stopping_at_once_and_ends_any_scenario_promptly(
+        signum: signal.Signals, scenario: str, runs_dir: Path) -> None:
+    # A long run with the default drain grace (5 s): the stop must not wait for it, nor
+    # for LoadGen's schedule, nor for a 40 s Offline test's millions of queued samples.
+    proc = _long_run_started(runs_dir, scenario)
     status = next(runs_dir.glob("*/STATUS"))
     start = time.monotonic()
     proc.send_signal(signum)
@@ -191,15 +197,7 @@ def test_a_stop_says_stopping_at_once_and_ends_any_scenario_promptly(
 @pytest.mark.timing
 @pytest.mark.parametrize("scenario", ["offline", "server"])
 def test_a_stop_ends_the_run_within_2_s(scenario: str, runs_dir: Path) -> None:
-    sets = ["--set", "loadgen.min_duration_ms=40000"]
-    if scenario == "offline":
-        sets += ["--set", "loadgen.expected_qps=200000"]
-    proc = subprocess.Popen([sys.executable, "-m", "suite", "run", "--runs-dir",
-                             str(runs_dir), "--quick", "--scenario", scenario, *sets],
-                            cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    _wait_for("LoadGen ran", lambda: _loadgen_running(runs_dir), proc)
-    time.sleep(1.0)
+    proc = _long_run_started(runs_dir, scenario)
     start = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)

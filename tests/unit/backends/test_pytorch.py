@@ -240,6 +240,30 @@ def needs_cuda() -> None:
         pytest.skip(f"torch CUDA tests: torch {torch.__version__} has no usable CUDA")
 
 
+def every_size_from_4_threads(backend: RecordingTorch, images: np.ndarray) -> list[Any]:
+    """Every batch size from 4 threads at once (each starting elsewhere); the stream slot
+    each thread computed on."""
+    used: list[Any] = []
+    errors: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for size in range(1, MAX + 1):
+                n = (size + offset) % MAX + 1
+                assert backend.predict(images[:n]).shape == (n, 10)
+            used.append(backend._thread_state())
+        except BaseException as exc:  # collected: an assert in a thread is lost otherwise
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    return used
+
+
 @pytest.mark.gpu
 def test_gpu_raw_input_gives_the_normalised_answers(card: Any) -> None:
     needs_cuda()
@@ -267,22 +291,7 @@ def test_gpu_every_size_is_warmed_and_compiled_threads_compile_nothing_new(
     backend = loaded(card, device="cuda", compile=True)
     assert backend.info.details["shapes"] == f"all 1..{MAX}"  # type: ignore[attr-defined]
     graphs = counters["stats"]["unique_graphs"]
-    errors: list[BaseException] = []
-
-    def work(offset: int) -> None:
-        try:
-            for size in range(1, MAX + 1):
-                n = (size + offset) % MAX + 1
-                assert backend.predict(images[:n]).shape == (n, 10)
-        except BaseException as exc:  # collected: an assert in a thread is lost otherwise
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
+    every_size_from_4_threads(backend, images)
     assert counters["stats"]["unique_graphs"] == graphs, "a shape compiled under load"
 
 
@@ -298,24 +307,7 @@ def test_gpu_worker_threads_compute_on_the_streams_warmed_at_load(
     assert details["streams"] == "4 warmed at load, one per worker thread"
     slots = backend._slots
     assert slots is not None and len(slots.warmed) == 4
-    used: list[Any] = []
-    errors: list[BaseException] = []
-
-    def work(offset: int) -> None:
-        try:
-            for size in range(1, MAX + 1):
-                n = (size + offset) % MAX + 1
-                assert backend.predict(images[:n]).shape == (n, 10)
-            used.append(backend._thread_state())
-        except BaseException as exc:  # collected: an assert in a thread is lost otherwise
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
+    used = every_size_from_4_threads(backend, images)
     assert sorted(map(id, used)) == sorted(map(id, slots.warmed))
 
 
