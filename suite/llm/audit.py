@@ -1,5 +1,8 @@
 """The audit's LLM accuracy check: ROUGE and tokens per sample recomputed from a bundle's
-full accuracy log against the card's own dataset (``suite audit`` step 3 calls it)."""
+full accuracy log (``suite audit`` step 3 calls it). tinylm's dataset ships with its card;
+a round model's (llama3.1-8b, llama2-70b) is the auditor's copy of the official file
+(``--dataset-path``, ``--model-path``), whose sha256 must equal the one the run recorded
+and the bundle signed, and is scored as the round's evaluation scores it."""
 
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ KEYS = {"ROUGE1": "rouge1", "ROUGE2": "rouge2", "ROUGEL": "rougeL",
 
 
 def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, Any],
-                       claim: dict[str, Any]) -> tuple[bool, list[str], str]:
+                       claim: dict[str, Any], dataset_path: str = "",
+                       model_path: str = "") -> tuple[bool, list[str], str]:
     """(passed, evidence, found): every recomputed score must equal accuracy.txt's, the
     log's sha256 its ``hash=`` line, and the round's metric the signed claim.
 
@@ -42,21 +46,39 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
         raise BundleError(f"{result}/accuracy/accuracy.txt holds no metrics dict",
                           hint="the packaged accuracy.txt must carry the ROUGE dict")
     benchmark = str(info["benchmark"])
-    metric = load_rules(paths, str(info["round"])).benchmark(benchmark).accuracy_metric
+    rules = load_rules(paths, str(info["round"]))
+    metric = rules.benchmark(benchmark).accuracy_metric
     card = load_llm_card(paths, card_name(benchmark))
-    dataset = LLMDataset(card)  # the card's dataset, never the bundle's
-    outputs = decode_outputs(log, dataset.total_count)
-    texts = [dataset.tokenizer.decode(o) for o in outputs]
-    scores, per_sample, _ = score(outputs, texts, dataset.references, card, 0.0)
-    recomputed = {**scores, "tokens_per_sample": per_sample}
     problems = []
+    if card.dataset.format == "tinylm-json":
+        dataset = LLMDataset(card)  # the card's dataset, never the bundle's
+        outputs = decode_outputs(log, dataset.total_count)
+        texts = [dataset.tokenizer.decode(o) for o in outputs]
+        scores, per_sample, _ = score(outputs, texts, dataset.references, card, 0.0)
+        recomputed: dict[str, Any] = {**scores, "tokens_per_sample": per_sample}
+    else:
+        from suite.llm import round_accuracy
+
+        dataset = LLMDataset(card, dataset_path, model_path)
+        recorded = (info.get("dataset") or {}).get("sha256")
+        if recorded != dataset.sha256:
+            problems.append(f"dataset {dataset.path} has sha256 {dataset.sha256}; the run "
+                            f"recorded {recorded or 'none'}")
+        targets = rules.models.get(rules.benchmark(benchmark).checker_model)
+        if targets is None:
+            raise BundleError(f"round {info['round']} has no accuracy targets for {benchmark}")
+        metric = next(iter(targets.targets))  # the checker states (and the claim signs) it
+        outputs = decode_outputs(log, dataset.total_count)
+        texts = [dataset.tokenizer.decode(o) for o in outputs]
+        recomputed = round_accuracy.score(outputs, texts, dataset.references,
+                                          with_tokens="TOKENS_PER_SAMPLE" in targets.targets)
     actual_hash = hashlib.sha256(log.read_bytes()).hexdigest()
     if actual_hash != stated_hash:
         problems.append(f"accuracy log sha256 {actual_hash} != accuracy.txt hash {stated_hash}")
     for key, value in recomputed.items():
-        if key not in stated or abs(float(stated[key]) - value) > 0.00005:
+        if key not in stated or abs(float(stated[key]) - float(value)) > 0.00005:
             problems.append(f"recomputed {key} {value} != accuracy.txt {stated.get(key)}")
-    value = recomputed[KEYS.get(metric.upper(), "rougeL")]
+    value = float(recomputed[_key(metric)])
     claimed = claim.get("accuracy")
     if claimed is None or abs(value - float(claimed)) > 0.00005:
         problems.append(f"recomputed {metric} {value} != signed claim {claimed}")
@@ -64,3 +86,11 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
                 + ", ".join(f"{k} {v}" for k, v in recomputed.items()),
                 f"accuracy.txt says {stated}, the signed claim {metric} {claimed}", *problems]
     return not problems, evidence, f"{metric} {value}"
+
+
+def _key(metric: str) -> str:
+    """accuracy.txt's key of a checker metric name."""
+    from suite.llm.round_accuracy import METRIC_KEYS
+
+    return KEYS.get(metric.upper()) or METRIC_KEYS.get(metric.upper(), "rougeL")
+

@@ -7,12 +7,14 @@ file and the accuracy reference. The harness refuses weights whose sha256 differ
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from suite.config.toml import decode_utf8, parse_toml
 from suite.errors import ConfigError, ModelError
 from suite.models import sha256_file
 from suite.paths import Paths
@@ -143,8 +145,13 @@ class LLMCard(_Card):
 INTERACTIVE_SUFFIX = "-interactive"
 
 
+#: A benchmark named ``<card>-99`` or ``<card>-99.9`` runs the card ``<card>``: the round's
+#: accuracy levels (llama2-70b-99, llama2-70b-99.9) share model, dataset and evaluation.
+_ACCURACY_LEVEL = re.compile(r"-99(\.9)?$")
+
+
 def card_name(benchmark: str) -> str:
-    return benchmark.removesuffix(INTERACTIVE_SUFFIX)
+    return _ACCURACY_LEVEL.sub("", benchmark.removesuffix(INTERACTIVE_SUFFIX))
 
 
 def _card_path(paths: Paths, name: str) -> Path:
@@ -156,7 +163,7 @@ def is_llm_benchmark(paths: Paths, name: str) -> bool:
     path = _card_path(paths, name)
     try:
         return bool(tomllib.loads(path.read_text(encoding="utf-8")).get("task") == TASK)
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError):  # not UTF-8, not TOML, an integer too long to read
         return False  # the ordinary card loader reports a missing or broken card
 
 
@@ -164,12 +171,10 @@ def load_llm_card(paths: Paths, name: str) -> LLMCard:
     """Parse an LLM card; a bad one fails naming the file and key."""
     path = _card_path(paths, name)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = parse_toml(decode_utf8(path.read_bytes(), str(path)), str(path))
         return LLMCard.model_validate({**data, "directory": path.parent})
     except FileNotFoundError:
         raise ConfigError(f"no model card for benchmark '{name}': {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"])

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,7 +54,15 @@ class RunningEngine:
 
 
 def engine_python(explicit: str | None = None) -> str:
-    return explicit or os.environ.get("SUITE_ENGINE_PYTHON") or sys.executable
+    """The engine's interpreter as an absolute path (the engine runs in its log's
+    directory, where a relative path would not resolve)."""
+    given = explicit or os.environ.get("SUITE_ENGINE_PYTHON") or sys.executable
+    found = shutil.which(given) if os.sep not in given else given
+    if found is None or not os.path.isfile(found):
+        raise EngineError(f"engine interpreter {given!r} does not exist",
+                          hint="--engine-python (or $SUITE_ENGINE_PYTHON): a Python that has "
+                               "the engine installed, e.g. .venv-vllm/bin/python")
+    return os.path.abspath(found)
 
 
 def engine_command(engine: str, python: str, model_dir: Path, name: str, host: str,
@@ -62,14 +71,14 @@ def engine_command(engine: str, python: str, model_dir: Path, name: str, host: s
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     if engine == "vllm":
         env.update({"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")})
-        return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+        return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir.resolve()),
                 "--served-model-name", name, "--host", host, "--port", str(port),
                 "--dtype", "float32", "--max-model-len", str(max_model_len)], env
     if engine == "transformers":
         # transformers 5's console script is transformers.cli.transformers:main.
         return [python, "-c", "import sys; from transformers.cli.transformers import main; "
                 "sys.argv[0] = 'transformers'; sys.exit(main())", "serve", "--host", host,
-                "--port", str(port), "--force-model", str(model_dir)], env
+                "--port", str(port), "--force-model", str(model_dir.resolve())], env
     raise EngineError(f"unknown engine {engine!r}", hint=f"choose one of {', '.join(ENGINES)}")
 
 

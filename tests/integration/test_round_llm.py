@@ -69,14 +69,39 @@ def test_llama3_server_and_interactive_stream_first_tokens(
     assert f'"key": "requested_server_ttft_latency", "value": {bound}' in detail
 
 
-def test_llama2_pickle_scores_tokens_per_sample(files: dict[str, Path], tmp_path: Path) -> None:
-    with synthetic("--model", "llama2-70b-99.9", "--tokens", "16") as (url, _):
-        code, out = run("llama2-70b-99.9", url, files["orca"], files["model"], tmp_path,
-                        "--scenario", "offline", "--mode", "accuracy")
+@pytest.mark.parametrize(("benchmark", "round_name", "rouge1_target"), [
+    ("llama2-70b-99.9", "v6.1", "44.3868"), ("llama2-70b-99", "v6.0", "43.9869")])
+def test_llama2_pickle_scores_tokens_per_sample_at_each_accuracy_level(
+        files: dict[str, Path], tmp_path: Path, benchmark: str, round_name: str,
+        rouge1_target: str) -> None:
+    """Both accuracy levels run the one llama2-70b card (the engine serves "llama2-70b");
+    only the round's targets differ."""
+    with synthetic("--model", "llama2-70b", "--tokens", "16") as (url, _):
+        code, out = run(benchmark, url, files["orca"], files["model"], tmp_path,
+                        "--scenario", "offline", "--mode", "accuracy", "--round", round_name)
     assert code == 2, out
-    record = ast.literal_eval((only_run_dir(tmp_path) / "accuracy" / "accuracy.txt")
+    run_dir = only_run_dir(tmp_path)
+    record = ast.literal_eval((run_dir / "accuracy" / "accuracy.txt")
                               .read_text().splitlines()[0])
     assert record["gen_tok_len"] == 16 * 16 and record["tokens_per_sample"] == 16.0
+    result = RunResult.load(run_dir / "result.json")
+    assert result.benchmark == benchmark and result.round == round_name
+    assert f">= {rouge1_target}" in result.tests[0].message, result.tests[0].message
+
+
+def test_llama3_edge_single_stream(files: dict[str, Path], tmp_path: Path) -> None:
+    """The edge benchmark's SingleStream: one whole generation per query, first tokens
+    streamed, the quick run's 32 queries."""
+    with synthetic("--model", "llama3.1-8b-edge", "--tokens", "6") as (url, _):
+        code, out = run("llama3.1-8b-edge", url, files["cnn"], files["model"], tmp_path,
+                        "--scenario", "singlestream")
+    assert code in (0, 2), out  # VALID, or INVALID by this machine's speed; never FAILED
+    run_dir = only_run_dir(tmp_path)
+    detail = (run_dir / "performance" / "mlperf_log_detail.txt").read_text()
+    assert '"key": "effective_scenario", "value": "SingleStream"' in detail
+    assert '"key": "result_first_token_mean_latency_ns"' in detail
+    assert RunResult.load(run_dir / "result.json").tests[0].status.value in ("VALID",
+                                                                             "INVALID")
 
 
 @pytest.mark.parametrize(("args", "expected"), [

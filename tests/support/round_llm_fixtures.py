@@ -8,7 +8,11 @@ The real datasets and weights are the user's; the tests use these instead:
 * ``cnn_eval.json`` (llama3.1-8b's format): a JSON list of records with ``instruction``,
   ``input`` (the article), ``tok_input`` (the full prompt's ids) and ``output``;
 * ``open_orca_gpt4_tokenized_llama.sampled_24576.pkl`` (llama2-70b's): a pickled pandas
-  DataFrame with the reference's columns.
+  DataFrame with the reference's columns;
+* ``engine_cnn_records`` (for a real engine serving exported tinylm): llama3.1-8b's format
+  with tinylm's own text and tokenizer, whose reference outputs are tinylm's in-process
+  greedy continuations under llama3.1-8b's generation settings, so that the engine's
+  outputs, decoded and scored the round's way, reproduce them.
 
     python -m tests.support.round_llm_fixtures OUT_DIR [--samples 16]
 """
@@ -84,6 +88,43 @@ def write_open_orca(out: Path, tokenizer_json: Path, samples: int) -> Path:
                      "origin": "fixture"})
     path = out / "open_orca_gpt4_tokenized_llama.sampled_24576.pkl"
     pd.DataFrame(rows).to_pickle(path)
+    return path
+
+
+def engine_cnn_records(model_dir: Path, samples: int) -> list[dict[str, Any]]:
+    """llama3.1-8b records for exported tinylm (``model_dir``): the last 64 characters of
+    tinylm's prompts (64 + llama3.1-8b's 128 output tokens fill tinylm's 192 positions)
+    and, as ``output``, the in-process greedy continuation with llama3.1-8b's stop rule
+    (128 tokens, at least 1, tinylm's EOS), decoded by the exported tokenizer."""
+    from suite.llm.card import load_llm_card
+    from suite.paths import find_paths
+    from suite.llm.dataset import HFTokenizer
+    from suite.llm.generation import GenerationConfig, TorchGenerationBackend, generate
+
+    card = load_llm_card(find_paths(), "tinylm")
+    tokenizer = HFTokenizer(model_dir / "tokenizer.json", card.tokenizer.eos_id)
+    backend = TorchGenerationBackend(card, max_sequences=1, threads=1)
+    backend.config = rule = GenerationConfig(128, 1, card.tokenizer.eos_id)
+    data = json.loads((REPO / "reference_models" / "tinylm" / "dataset.json").read_text())
+    records: list[dict[str, Any]] = []
+    for sample in data["samples"]:
+        if len(records) == samples:
+            break
+        prompt = sample["prompt"][-64:]
+        ids = tokenizer.encode(prompt)
+        output = generate(backend, rule, ids)
+        if len(output) < 2:  # LoadGen needs 2 tokens for TPOT; the round's data has no such
+            continue
+        records.append({"instruction": {"llama": "{input}"}, "input": prompt,
+                        "tok_input": ids, "output": tokenizer.decode(output)})
+    return records
+
+
+def write_engine_cnn(out: Path, model_dir: Path, samples: int) -> Path:
+    path = out / "cnn_eval.json"
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(engine_cnn_records(model_dir, samples), indent=1,
+                               ensure_ascii=False), encoding="utf-8")
     return path
 
 
