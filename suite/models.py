@@ -16,6 +16,7 @@ Two kinds of model file:
 from __future__ import annotations
 
 import hashlib
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,12 +153,21 @@ def load_card(paths: Paths, name: str) -> ModelCard:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         return ModelCard.model_validate({**data, "directory": path.parent})
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})",
+                          hint="a model card is UTF-8 TOML; re-save it as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"model card {path} cannot be read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"])
         raise ConfigError(f"{path}: {key}: {first['msg']}") from None
+    except ValueError:  # int()'s digit limit, which tomllib lets through unwrapped
+        raise ConfigError(f"{path}: an integer too long to read (more than "
+                          f"{sys.get_int_max_str_digits():,} digits)",
+                          hint="fix the card's numbers") from None
 
 
 def sha256_file(path: Path) -> str:

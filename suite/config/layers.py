@@ -16,6 +16,7 @@ from typing import Any
 
 from suite.backends import BUILTIN, backend_class
 from suite.config.model import DataConfig, LoadGenConfig, SutConfig
+from suite.config.toml import INT_HINT, MAX_INT_DIGITS, check_value, decode_utf8, parse_toml
 from suite.errors import ConfigError
 from suite.paths import CONFIG_FILE_LIMIT, read_limited
 from suite.scenarios import Scenario
@@ -89,17 +90,12 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is a directory",
                           hint="name a TOML file, e.g. --config my_settings.toml")
     try:
-        return tomllib.loads(read_limited(path, CONFIG_FILE_LIMIT, "config file")
-                             .decode("utf-8"))
+        data = read_limited(path, CONFIG_FILE_LIMIT, "config file")
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})",
-                          hint="TOML files are UTF-8; re-save the file as UTF-8") from None
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return parse_toml(decode_utf8(data, str(path)), str(path))
 
 
 @dataclass(frozen=True)
@@ -186,4 +182,8 @@ def parse_set(item: str) -> Layer:
         value = tomllib.loads(f"v = {text.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         value = text.strip()  # a bare word is a string
+    except ValueError:  # int()'s digit limit, which tomllib lets through unwrapped
+        raise ConfigError(f"--set {key}: an integer of more than {MAX_INT_DIGITS:,} digits",
+                          hint=INT_HINT) from None
+    check_value(value, f"--set {key}", "value")
     return (f"--set {key}", {key: value})

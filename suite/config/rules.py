@@ -8,12 +8,12 @@ turns it into the first config layer of a run (see ``loader``).
 from __future__ import annotations
 
 import difflib
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from suite.config.toml import decode_utf8, parse_toml
 from suite.errors import ConfigError
 from suite.paths import Paths
 from suite.scenarios import Scenario
@@ -277,10 +277,8 @@ def load_rules(paths: Paths, round_name: str = DEFAULT_ROUND) -> RuleSet:
             hint=_did_you_mean(round_name, rounds),
         )
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = parse_toml(decode_utf8(path.read_bytes(), str(path)), str(path))
         return RuleSet.model_validate({**data, "source": path})
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(part) for part in first["loc"])

@@ -82,13 +82,20 @@ def read_val_map(directory: Path, labels_in: range = IMAGENET_LABELS,
                            "line per validation image")
     files: list[Path] = []
     labels: list[int] = []
-    for number, line in enumerate(val_map.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(_read_text(val_map).splitlines(), 1):
         if not line.strip():
             continue
         parts = re.split(r"\s+", line.strip())
-        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+        # ASCII digits only, and few: int() refuses "²" and digits past its limit.
+        if len(parts) != 2 or not re.fullmatch(r"-?[0-9]{1,18}", parts[1]):
             raise DatasetError(f"{val_map}:{number}: expected '<file name> <label>', "
-                               f"got {line.strip()!r}")
+                               f"got {line.strip()[:200]!r}")
+        name = Path(parts[0])
+        if name.is_absolute() or ".." in name.parts:
+            # The cache would read, and a report name, a file outside the dataset.
+            raise DatasetError(
+                f"{val_map}:{number}: {parts[0][:200]!r} is outside the dataset directory",
+                hint=f"{VAL_MAP} names images relative to {directory}, without '..'")
         label = int(parts[1])
         if label not in labels_in:
             # A label the model cannot predict scores as a miss: accuracy would drop
@@ -98,7 +105,7 @@ def read_val_map(directory: Path, labels_in: range = IMAGENET_LABELS,
                 f"{labels_in.stop - 1}, the labels the model card scores",
                 hint=f"fix {VAL_MAP}: ImageNet validation labels are 0-999, one "
                 "'<file> <label>' line per image (the official val_map.txt)")
-        files.append(directory / parts[0])
+        files.append(directory / name)
         labels.append(label)
     if not files:
         raise DatasetError(f"{val_map} lists no images")
@@ -111,6 +118,20 @@ def read_val_map(directory: Path, labels_in: range = IMAGENET_LABELS,
             hint="restore the files, or fix val_map.txt; images are never skipped silently",
         )
     return files, np.asarray(labels, dtype=np.int64)
+
+
+def _read_text(val_map: Path) -> str:
+    try:
+        data = val_map.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"{val_map} cannot be read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(f"{val_map}:{line}: not UTF-8 text (byte {exc.start}: {exc.reason})",
+                           hint=f"re-save {VAL_MAP} as UTF-8 (the official file is ASCII)"
+                           ) from None
 
 
 class ImagenetDataset(InMemoryDataset):

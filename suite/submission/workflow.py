@@ -14,12 +14,17 @@ file list covers it; ``suite audit`` shows it.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
+import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from suite.errors import SuiteError
 from suite.paths import Paths, find_paths
 
 if TYPE_CHECKING:
@@ -105,6 +110,8 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
     rules = load_rules(paths, round_name or DEFAULT_ROUND)
     assert rules.submission is not None  # every round we ship has submission rules
     key = private_key(key_path, prompt)  # fail on the key before any work
+    name = f"{division}_{submitter}_{system_name}"
+    check_out_dir(out_dir or paths.submissions, name)  # and on where the result goes
     selection = pkg.select_runs(runs_dir or paths.runs, rules, unofficial=unofficial)
     pkg.refuse_if_empty(selection)
     user = read_user_toml(system_config)
@@ -116,18 +123,32 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
     system_json, empty, unknown = describe(rules.submission, user, probe(), **identity)
     network.apply(system_json, chosen_runs, is_network, list(rules.submission.network_fields),
                   user, unofficial=unofficial)
-    name = f"{division}_{submitter}_{system_name}"
     out = out_dir or paths.submissions
     tree = out / name
-    staged = safety.staging_dir(tree)
+    try:
+        staged = safety.staging_dir(tree)
+    except OSError as exc:  # a race: the folder was writable a moment ago
+        raise _unwritable(out, exc) from None
     try:
         extras = pkg.build_tree(staged, selection, paths, rules, division, submitter,
                                 system_name, system_json, precision)
         write_attempts(staged, extras, runs_dir or paths.runs)
-    except BaseException:
+    except BaseException as exc:
         safety.discard(staged)  # never leave a half-built tree behind
+        if isinstance(exc, OSError):  # a full disk, a quota: one line, not a traceback
+            raise safety.PackageError(
+                f"packaging stopped at {exc.filename or out}: {exc.strerror or exc}",
+                hint="nothing was placed (the half-built tree is removed)") from None
         raise
-    moved = safety.place(staged, tree)
+    try:
+        moved = safety.place(staged, tree)
+    except OSError as exc:
+        safety.discard(staged)
+        _drop_empty_asides(tree)
+        raise safety.PackageError(
+            f"the tree cannot replace {tree}: {exc.strerror or exc}",
+            hint="the previous tree could not be moved aside; check its permissions and "
+            "attributes (chmod, lsattr), or give another --out-dir") from None
     for rel, extra in extras.items():
         extra["loadgen_version"] = pkg.loadgen_version(tree, rel)
     report = check_path(tree, rules)
@@ -139,6 +160,45 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
             report, extras, unofficial=unofficial, identity=identity,
             src=pkg.source_pointer(paths.home)))
     return result
+
+
+def check_out_dir(out: Path, name: str) -> None:
+    """Refuse, before any work, an output folder where ``name`` and its bundle cannot be
+    written: a file, a folder that cannot be created or written to, or a directory where
+    the bundle goes. (An old tree or bundle that cannot be replaced fails when placed.)"""
+    from suite.submission.safety import PackageError
+
+    if out.exists() and not out.is_dir():
+        raise PackageError(f"output folder {out} is not a directory",
+                           hint="give --out-dir a folder (it is created if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        # a file made and removed: the one test of writing that holds for root, for
+        # read-only mounts and for immutable folders alike (os.access does not)
+        handle, probe = tempfile.mkstemp(prefix=f".{name}.write-test-", dir=out)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        raise _unwritable(out, exc) from None
+    bundle = out / f"{name}.tar.gz"
+    if bundle.is_dir() and not bundle.is_symlink():
+        raise PackageError(f"{bundle} is a directory, where the bundle goes",
+                           hint="move it away, or give another --out-dir")
+
+
+def _unwritable(out: Path, exc: OSError) -> SuiteError:
+    from suite.submission.safety import PackageError
+
+    return PackageError(f"output folder {out} cannot be written: {exc.strerror or exc}",
+                        hint="give --out-dir a folder you can write to")
+
+
+def _drop_empty_asides(tree: Path) -> None:
+    """Remove the empty ``<tree>.previous-*`` folder a failed move aside left (it holds
+    nothing, so nothing is lost; one that holds a tree stays)."""
+    for aside in tree.parent.glob(f"{glob.escape(tree.name)}.previous-*"):
+        with contextlib.suppress(OSError):
+            aside.rmdir()  # only an empty one goes
 
 
 def write_attempts(root: Path, extras: dict[str, dict[str, Any]], runs_dir: Path) -> None:

@@ -11,6 +11,7 @@ is rejected with a reason naming the member.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
@@ -24,19 +25,33 @@ from typing import IO, Any
 from suite.errors import BundleError
 from suite.models import sha256_file
 
-__all__ = ["ENVELOPE_NAME", "ArchiveContents", "read_archive", "sha256_file", "tree_files",
-           "write_archive"]
+__all__ = ["ENVELOPE_NAME", "ArchiveContents", "read_archive", "sha256_file", "shown",
+           "tree_files", "write_archive"]
 
 ENVELOPE_NAME = "attestation.dsse.json"
 
 
+def shown(path: Path) -> str:
+    """``path`` printable whatever its bytes: a byte that is not UTF-8 as ``\\xff``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def tree_files(root: Path) -> dict[str, Path]:
-    """Every regular file under ``root`` by relative POSIX path (symlinks refused)."""
+    """Every regular file under ``root`` by relative POSIX path (symlinks and names that
+    are not UTF-8 refused)."""
     files: dict[str, Path] = {}
     for path in sorted(root.rglob("*")):
         if path.is_symlink():
-            raise BundleError(f"{path}: symlinks are not allowed in a bundle",
+            raise BundleError(f"{shown(path)}: symlinks are not allowed in a bundle",
                                hint="replace the link with the file it points to")
+        try:
+            path.relative_to(root).as_posix().encode("utf-8")
+        except UnicodeEncodeError:
+            # The signed Statement names every file in UTF-8 JSON: such a name has no
+            # form in it (and a verifier could not match it to the archive's member).
+            raise BundleError(f"{shown(path)}: the name is not UTF-8; a bundle names its "
+                              "files in UTF-8", hint="rename it, or move it out of the tree"
+                              ) from None
         if path.is_file():
             files[path.relative_to(root).as_posix()] = path
     return files
@@ -61,8 +76,14 @@ def write_archive(out: Path, members: dict[str, bytes | Path]) -> None:
                                                      mtime=0, compresslevel=9) as gz:
             gz.write(raw.getvalue())
         os.replace(tmp, out)
+    except OSError as exc:
+        # a read-only folder, an immutable old bundle, a directory in its place, a full disk
+        raise BundleError(f"the bundle {shown(out)} cannot be written: {exc.strerror or exc}",
+                          hint="check that folder's and any old bundle's permissions, or "
+                          "write it elsewhere") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a folder that refused the file holds none
+            tmp.unlink(missing_ok=True)
 
 
 @dataclass

@@ -8,11 +8,13 @@ import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from suite.config.rules import load_rules
 from suite.errors import ModelError, SuiteError
+from suite.harness.llm import sut as llm_sut
 from suite.harness.llm.sut import LLMSystemUnderTest
 from suite.llm.accuracy import decode_outputs
 from suite.llm.card import card_name, is_llm_benchmark, load_llm_card, verify_weights
@@ -135,16 +137,24 @@ def test_offline_sut_sends_no_first_token_and_stops_at_max_new_tokens() -> None:
     assert recorder.calls == [("done", 7, [10, 11, 12, 13, 14, 15])]
 
 
-def test_the_batch_profile_records_the_cpu_from_the_first_query_to_stop() -> None:
+def test_the_batch_profile_records_the_cpu_from_the_first_query_to_stop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fake clock (read once at the first query, once at stop): the figures are exact,
+    # whatever the machine's speed, and a swapped, zero or start-up-inclusive reading fails.
+    cpu, wall = iter([10.0, 10.25]), iter([100.0, 101.5])
+    clock = SimpleNamespace(process_time=lambda: next(cpu), perf_counter=lambda: next(wall))
+    monkeypatch.setattr(llm_sut, "time", clock)
     sut, _ = _sut(first=False)
     assert "cpu_s" not in sut.batch_profile()  # no query yet: no measured phase
     sut.issue([7], [3])
+    sut.issue([8], [2])  # a later query does not restart the measured phase
     while sut.batcher.live or sut.batcher.waiting:
         sut.batcher.step()
     sut.stop()
+    sut.stop()  # nor does a second stop move its end
     profile = sut.batch_profile()
-    assert profile["tokens"] == 6
-    assert profile["cpu_s"] >= 0 and profile["wall_s"] > 0
+    assert profile["tokens"] == 6 + 2
+    assert (profile["cpu_s"], profile["wall_s"]) == (0.25, 1.5)
 
 
 def test_drain_answers_waiting_and_live_samples_once() -> None:
