@@ -179,6 +179,7 @@ class EndpointClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session: Any = None
         self._limit: asyncio.Semaphore | None = None
+        self._urls: dict[str, Any] = {}
         self._thread: threading.Thread | None = None
         self.chunks = 0
         self.requests = 0
@@ -208,14 +209,20 @@ class EndpointClient:
 
     async def _open(self) -> None:
         import aiohttp
+        from yarl import URL
 
         s = self.settings
         connector = aiohttp.TCPConnector(limit=s.max_in_flight, ssl=s.verify_tls,
                                          keepalive_timeout=60)
         timeout = aiohttp.ClientTimeout(total=s.total_timeout_s, sock_connect=s.connect_timeout_s,
                                         sock_read=s.first_byte_timeout_s)
+        # No cookies, no compression (an SSE stream is not compressed), no redirects to
+        # re-quote: each is per-request work a benchmark client does not need.
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
-                                              headers=s.headers())
+                                              headers=s.headers(), auto_decompress=False,
+                                              cookie_jar=aiohttp.DummyCookieJar(),
+                                              requote_redirect_url=False)
+        self._urls = {url: URL(url + s.path()) for url in s.urls}
         self._limit = asyncio.Semaphore(s.max_in_flight)
 
     async def _shut(self) -> None:
@@ -269,7 +276,8 @@ class EndpointClient:
         body = s.body(self._decode(list(prompt)) if text_prompt else prompt)
         self.requests += 1
         # The body as bytes (orjson where installed); the session sends the JSON header.
-        async with self._session.post(url + s.path(), data=self._dumps(body)) as response:
+        async with self._session.post(self._urls[url], data=self._dumps(body),
+                                      allow_redirects=False) as response:
             if response.status != 200:
                 raw = await response.content.read(ERROR_BODY_LIMIT)
                 raise StreamError(f"HTTP {response.status}: "
@@ -301,6 +309,10 @@ class EndpointClient:
                             self._on_first(key, self._ids(state) or [0])
                 if done:
                     break
+            if done and not response.content.at_eof():
+                # Read the chunked body's end too: a response released before its end
+                # closes the connection, and the next request pays a new one.
+                await response.content.read()
             self.chunks += state.chunks
             if not done:
                 raise StreamError(f"the stream ended after {state.chunks} events without "
@@ -318,7 +330,8 @@ class EndpointClient:
             raise StreamError("the server streamed text but no token ids; set "
                               "backend.openai.token_source = \"tokenizer\" for this engine")
         ids = self._ids(state)
-        if not all(type(i) is int and 0 <= i < 1 << 31 for i in ids):
+        # Checked in C (a set of types, min and max), not element by element in Python.
+        if ids and (set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) >= 1 << 31):
             raise StreamError(f"'token_ids' holds something other than token ids: {ids[:20]}")
         if state.usage is not None and state.usage != len(ids):
             raise StreamError(f"the server reports {state.usage} completion tokens but "

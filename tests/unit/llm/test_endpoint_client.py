@@ -71,7 +71,8 @@ def test_ids_that_are_not_token_ids_fail_the_request() -> None:
 
     client = EndpointClient(settings(), lambda text: [], lambda ids: "", None,
                             lambda *a: None, lambda *a: None)
-    state = StreamState(ids=[5, "a", 7])  # type: ignore[list-item]
-    with pytest.raises(StreamError, match="something other than token ids"):
-        client._finish(state)
+    for bad in ([5, "a", 7], [5, True], [5, 7.0], [5, -1], [5, 1 << 31]):
+        state = StreamState(ids=bad)  # type: ignore[arg-type]
+        with pytest.raises(StreamError, match="something other than token ids"):
+            client._finish(state)
     assert client._finish(StreamState(ids=[5, 6], usage=2)) == ([5, 6], "engine")
