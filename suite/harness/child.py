@@ -42,6 +42,7 @@ from suite import datasets
 from suite.config.model import RunConfig
 from suite.harness import signals
 from suite.harness.loadgen import Completer, run_test
+from suite.harness.offline_rate import warm_up
 from suite.harness.output_contract import OutputContract
 from suite.harness.progress import LiveEstimator, LiveStatus
 from suite.harness.settings import LoadGenSettings
@@ -255,8 +256,7 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
     # may take many minutes, and must neither look dead nor ignore a stop.
     threading.Thread(target=_heartbeat, args=(progress, state, config.sut.heartbeat_s, done),
                      name="heartbeat", daemon=True).start()
-    threading.Thread(target=_control, args=(state, status), name="control",
-                     daemon=True).start()
+    threading.Thread(target=_control, args=(state, status), name="control", daemon=True).start()
     signals.on_stop_signals(lambda name: _stop(state, status, f"{name} received"))
     if not signals.die_with_parent(spec.parent_pid):
         _stop(state, status, "the parent exited before the test started")
@@ -288,7 +288,7 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
                 contract=OutputContract(config.backend, card),
                 worker_spec=WorkerSpec(spec.home, config),
             )
-        sut.warmup()
+        settings = warm_up(sut, settings, config, test_dir)  # sizes Offline's query
         state.enter("starting workers")
         threading.Thread(target=_exit_after, args=(state, drained, status,
                                                    config.sut.drain_grace_s, "the drain"),

@@ -84,7 +84,8 @@ class _Watch:
 
 
 def _relay(pipe: Any, watch: _Watch, expected: int | None,
-           on_progress: ProgressCallback | None, on_stage: StageCallback | None) -> None:
+           on_progress: ProgressCallback | None, on_stage: StageCallback | None,
+           settings_file: Path | None = None) -> None:
     for line in pipe:
         try:
             beat = json.loads(line)
@@ -100,6 +101,9 @@ def _relay(pipe: Any, watch: _Watch, expected: int | None,
         stage = str(beat.get("stage", "running"))
         if stage != watch.stage:
             watch.stage = stage
+            if stage == "running" and settings_file is not None:
+                # An Offline query sized at warm-up (offline_rate) holds another count.
+                expected = _expected_samples(settings_file, expected)
             if on_stage is not None:
                 on_stage(stage)
         live = beat.get("live")
@@ -109,6 +113,15 @@ def _relay(pipe: Any, watch: _Watch, expected: int | None,
                 on_progress.live(watch.live)
         if on_progress is not None and not watch.setup:
             on_progress(watch.completed, expected, float(beat.get("elapsed_s", 0.0)))
+
+
+def _expected_samples(settings_file: Path, fallback: int | None) -> int | None:
+    """The sample count the child's ``settings.json`` holds now, else ``fallback``."""
+    try:
+        value = json.loads(settings_file.read_text(encoding="utf-8")).get("expected_samples")
+    except (OSError, ValueError, AttributeError):
+        return fallback
+    return int(value) if isinstance(value, int) else fallback
 
 
 def _liveness_limit(config: RunConfig, watch: _Watch) -> float:
@@ -174,7 +187,8 @@ def run_in_child(
         with os.fdopen(read_fd, encoding="utf-8") as pipe:
             relay = threading.Thread(
                 target=_relay,
-                args=(pipe, watch, settings.expected_samples, on_progress, on_stage),
+                args=(pipe, watch, settings.expected_samples, on_progress, on_stage,
+                      test_dir / "settings.json"),
                 daemon=True,
             )
             relay.start()

@@ -9,6 +9,10 @@ LoadGen reads exactly these (see ``loadgen.build_test_settings``):
 Seeds are "conf only" keys that LoadGen ignores in any file but its embedded
 ``mlperf.conf``; they are recorded in ``mlperf.conf`` and set on ``TestSettings``
 directly. ``settings.json`` holds the same values in typed form.
+
+Where Offline's ``loadgen.expected_qps`` is only the scenario file's guess
+(``expected_qps_is_a_guess``), the child rewrites its ``user.conf`` line at warm-up with
+a rate it measured (``offline_rate``), so LoadGen still reads exactly these files.
 """
 
 from __future__ import annotations
@@ -48,9 +52,26 @@ class LoadGenSettings:
     min_duration_ms: int
     #: LoadGen's trace log (``loadgen.enable_trace``): per-query timings, opt-in.
     enable_trace: bool = False
+    #: Offline's ``expected_qps`` is a guess nobody set for this machine: the child sizes
+    #: the query from its warm-up instead (``offline_rate``).
+    expected_qps_guess: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
+
+
+def expected_qps_is_a_guess(config: RunConfig, mode: Mode) -> bool:
+    """Whether an Offline performance test's ``expected_qps`` is only the built-in default
+    or the scenario file's guess: not set by the user (config file, ``--set``, a flag) nor
+    measured by ``suite tune`` for this system. Such a guess sizes a query too small on a
+    machine faster than the one it was written for, and the test ends INVALID before its
+    minimum duration; the child then derives the rate at warm-up instead."""
+    if config.scenario is not Scenario.OFFLINE or mode is not Mode.PERFORMANCE:
+        return False
+    if config.loadgen.min_duration_ms <= 0:
+        return False  # nothing to last: the sample count alone decides
+    source = config.provenance.get("loadgen.expected_qps", "default")
+    return source == "default" or source.startswith(f"scenarios/{config.scenario.value}.toml")
 
 
 def _conf_lines(config: RunConfig) -> list[ConfLine]:
@@ -133,6 +154,9 @@ def write_settings(
             if line.source_key in config.overridden_rules:
                 user.append(f"# NOT SUBMITTABLE: overrides the round's value ({source})")
                 user.append(text)
+            elif line.value != fixed_values[line.source_key]:  # a raised minimum, --quick's
+                user.append(f"# {line.source_key} from {source}")
+                user.append(text)
         else:
             user.append(f"# {line.source_key} from {source}")
             user.append(text)
@@ -155,6 +179,7 @@ def write_settings(
             config, mode, bench.dataset_size if dataset_size is None else dataset_size),
         min_duration_ms=config.loadgen.min_duration_ms,
         enable_trace=config.loadgen.enable_trace,
+        expected_qps_guess=expected_qps_is_a_guess(config, mode),
     )
     (test_dir / "settings.json").write_text(settings.to_json() + "\n", encoding="utf-8")
     return settings
