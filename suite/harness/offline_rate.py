@@ -46,8 +46,12 @@ if TYPE_CHECKING:
 
 #: Margin over the upper bound: a probe on a busy moment reads low (see above).
 HEADROOM = 1.5
-#: How long the warm-up rate is measured (each worker's batches keep going until then).
+#: How long the warm-up rate is measured at most (each worker's batches keep going until
+#: then), and at least, where each worker has made ``PROBE_CALLS`` timed calls by then: a
+#: fast backend's rate is known in milliseconds, and every run pays this time.
 PROBE_S = 0.3
+MIN_PROBE_S = 0.05
+PROBE_CALLS = 20
 #: Below this warm-up rate LoadGen's ceiling is left unmeasured: LoadGen's binding
 #: completes at least 480k samples/s even one call per sample on a busy 2-vCPU box
 #: (loadgen.md §0), so it cannot be the smaller rate.
@@ -151,12 +155,13 @@ def probe(sut: SystemUnderTest, workers: int, batch: int, seconds: float = PROBE
         buffer.fill(0)  # uninitialised memory can hold NaN
         backend.predict(buffer[:batch])
         ready.wait()
-        samples, deadline = 0, start[0] + seconds
+        samples, calls, deadline = 0, 0, start[0] + seconds
+        enough = start[0] + min(MIN_PROBE_S, seconds)
         while True:  # at least one timed call, however slow
             backend.predict(buffer[:batch])
-            samples += batch
+            samples, calls = samples + batch, calls + 1
             now = time.perf_counter()
-            if now >= deadline:
+            if now >= deadline or (calls >= PROBE_CALLS and now >= enough):
                 break
         done.append((samples, now))
 

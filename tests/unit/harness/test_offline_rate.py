@@ -1,0 +1,76 @@
+"""Offline's query sizing (issue 29, item 2) without a run: which values are guesses, the
+estimate, the ``user.conf`` rewrite, and the per-machine cache of LoadGen's ceiling (a fake
+measurement and a fake clock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from suite.config.loader import ConfigRequest, load_config
+from suite.harness import loadgen_ceiling, offline_rate
+from suite.harness.settings import expected_qps_is_a_guess, write_settings
+from suite.paths import find_paths
+from suite.scenarios import Mode
+
+
+@pytest.mark.parametrize(("scenario", "sets", "mode", "guess"), [
+    ("offline", [], Mode.PERFORMANCE, True),                       # the scenario file's
+    ("offline", ["loadgen.expected_qps=5000"], Mode.PERFORMANCE, False),  # the user's
+    ("offline", [], Mode.ACCURACY, False),                         # the whole dataset
+    ("offline", ["loadgen.min_duration_ms=0"], Mode.PERFORMANCE, False),  # nothing to last
+    ("server", [], Mode.PERFORMANCE, False),
+])
+def test_only_an_offline_guess_is_derived(scenario: str, sets: list[str], mode: Mode,
+                                          guess: bool) -> None:
+    config, _ = load_config(ConfigRequest(scenario=scenario, quick=True, sets=sets,
+                                          use_tuned=False), find_paths())
+    assert expected_qps_is_a_guess(config, mode) is guess
+
+
+def test_the_estimate_is_headroom_times_the_smaller_rate() -> None:
+    assert offline_rate.estimate(1e9, 3e6) == pytest.approx(1.5 * 3e6)  # a null backend
+    assert offline_rate.estimate(1000.0, 3e6) == pytest.approx(1500.0)
+    assert offline_rate.estimate(1000.0, 0.0) == pytest.approx(1500.0)  # not measured
+
+
+def test_the_decision_is_written_where_loadgen_reads_it(tmp_path: Path) -> None:
+    config, _ = load_config(ConfigRequest(scenario="offline", quick=True, use_tuned=False),
+                            find_paths())
+    settings = write_settings(config, Mode.PERFORMANCE, tmp_path)
+    assert settings.expected_qps_guess
+    rate = offline_rate.OfflineRate(
+        expected_qps=1234.5, guess=config.loadgen.expected_qps, guess_source="x",
+        warmup_samples_per_s=823.0, workers=2, batch=256, probe_s=0.3,
+        loadgen_ceiling_samples_per_s=0.0, ceiling_source="not measured", headroom=1.5,
+        expected_samples=1357, source="derived at warm-up: test")
+    offline_rate.apply(rate, settings, tmp_path)
+    conf = (tmp_path / "user.conf").read_text(encoding="utf-8").splitlines()
+    at = conf.index("digits.Offline.target_qps = 1234.5")
+    assert conf[at - 1] == "# loadgen.expected_qps derived at warm-up: test"
+    assert sum("target_qps" in line for line in conf) == 1  # the guess's line is gone
+    assert '"expected_samples": 1357' in (tmp_path / "settings.json").read_text()
+    assert (tmp_path / offline_rate.RECORD_FILE).is_file()
+
+
+def test_the_ceiling_cache_keeps_the_highest_and_remeasures_a_busy_figure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    figures = iter([(2e6, False), (1e6, True), (9e6, True)])
+
+    def fake_measure(threads: int = 1, timeout_s: float = 0.0) -> loadgen_ceiling.Ceiling:
+        rate, quiet = next(figures)
+        return loadgen_ceiling.Ceiling(rate, threads, 0.5, 2, "t", clock[0], quiet)
+
+    monkeypatch.setattr(loadgen_ceiling, "measure", fake_measure)
+    monkeypatch.setattr(loadgen_ceiling.time, "time", lambda: clock[0])
+    first = loadgen_ceiling.ceiling(tmp_path, 2)
+    assert (first.samples_per_s, first.source) == (2e6, "measured")
+    clock[0] += 60  # a busy figure serves a while ...
+    assert loadgen_ceiling.ceiling(tmp_path, 2).source == "cached"
+    clock[0] += loadgen_ceiling.PROVISIONAL_S  # ... then is measured again: lower, kept high
+    second = loadgen_ceiling.ceiling(tmp_path, 2)
+    assert (second.samples_per_s, second.quiet) == (2e6, True)
+    clock[0] += 10 * loadgen_ceiling.PROVISIONAL_S  # quiet: final for this machine
+    assert loadgen_ceiling.ceiling(tmp_path, 2).samples_per_s == 2e6
