@@ -16,13 +16,15 @@ found, first match wins:
    and ``cache/`` stay in the checkout (all three are git-ignored); tuned settings go to
    the user's config directory, so ``suite tune`` leaves the tracked tree clean.
 
-A ``--runs-dir``/``--out-dir`` option, or ``runs_dir``/``data.cache_dir`` in the config,
-moves each of them per call.
+A ``--runs-dir``/``--out-dir`` option, or ``data.cache_dir`` in the config, moves each of
+them per call. A runs directory the user names is checked before anything is written
+(``check_runs_dir``): a typo in its parents is refused, not created.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,3 +151,49 @@ def sweep_path(runs_dir: Path, system: str, benchmark: str, backend: str) -> Pat
     """Where ``suite tune`` keeps an LLM sweep's points (the HTML report reads them)."""
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in backend)
     return runs_dir / "tune-sweeps" / f"{system}_{benchmark}_{safe}.json"
+
+
+def check_runs_dir(path: Path, *, create: bool, option: str = "--runs-dir") -> Path:
+    """``path`` (a runs directory the user named) if it is usable; one ``ConfigError`` else.
+
+    ``create``: runs are written there, so the directory itself may be missing (the run
+    makes it) but its parent must exist: a missing parent is far likelier a typo than a
+    wish, and ``mkdir -p`` would hide it. Otherwise runs are read, so it must exist. The
+    path must be UTF-8 (it is written into JSON records) and hold no control character
+    (the run's child reads its spec line by line). Nothing is created here.
+    """
+    text = str(path)
+    # Printable whatever it holds: undecodable bytes as \xff, control characters as \n.
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1]
+                    for c in os.fsencode(text).decode("utf-8", "backslashreplace"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes in argv arrive as lone surrogates
+        raise ConfigError(f"{option} {shown}: the path is not UTF-8",
+                          hint="choose a directory whose name is UTF-8 text") from None
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        raise ConfigError(f"{option} {shown}: the path holds a control character (a "
+                          "newline, a tab)", hint="choose a directory name without one "
+                          "(a stray newline often comes from a pasted line)")
+    target = path.expanduser()
+    if target.is_dir():
+        return target
+    if target.exists():
+        raise ConfigError(f"{option} {shown}: not a directory",
+                          hint="give a directory (runs go in subdirectories of it)")
+    if not create:
+        raise ConfigError(f"{option} {shown}: the directory does not exist",
+                          hint="give the directory `suite run --runs-dir` wrote to")
+    parent = target.absolute().parent
+    if parent.exists() and not parent.is_dir():
+        raise ConfigError(f"{option} {shown}: its parent {parent} is not a directory",
+                          hint="check the path for a typo")
+    if not parent.exists():
+        missing = parent
+        while not missing.parent.exists() and missing.parent != missing:
+            missing = missing.parent
+        first = "" if missing == parent else f" (the first missing part is {missing})"
+        raise ConfigError(f"{option} {shown}: its parent {parent} does not exist{first}",
+                          hint="check the path for a typo, or create the parent first: "
+                               f"mkdir -p {shlex.quote(str(parent))}")
+    return target

@@ -26,7 +26,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from suite.cli.options import runs_dir_option
+from suite.cli.options import find_run, runs_dir_option
 from suite.config.loader import ConfigRequest
 from suite.config.rules import DEFAULT_ROUND
 from suite.errors import SuiteError
@@ -34,7 +34,8 @@ from suite.harness.signals import interrupt_on_termination
 from suite.results import RunResult, Status
 from suite.version import __version__
 
-# Wide enough for the results table when output is not a terminal (CI logs, pipes).
+# Tables (config, backends) when output is not a terminal (CI logs, pipes); the results
+# table has its own width (cli.render.print_results).
 out = Console(width=None if sys.stdout.isatty() else 160)
 # Messages are never wrapped: paths in them must stay copy-pasteable.
 err = Console(stderr=True, soft_wrap=True)
@@ -91,13 +92,13 @@ class _Progress:
         self.status = status
 
     def __call__(self, completed: int, expected: int | None, elapsed: float) -> None:
-        from suite.harness.progress import describe  # lazy, like every command's imports
+        from suite.harness.progress import describe, warming_up  # lazy: --help stays fast
 
         if self.task is None:
             self.task = self.progress.add_task(self.label, total=expected)
         if self.status is None:
-            rate = completed / elapsed if elapsed > 0 else 0.0
-            figures, warning = f"{rate:,.0f} samples/s", ""
+            figures, warning = ("warming up" if warming_up(completed, elapsed)
+                                else f"{completed / elapsed:,.0f} samples/s"), ""
         else:
             figures, _, warning = describe(self.status).partition("  WARNING: ")
         text = f"{escape(self.label)} {escape(figures)}"
@@ -123,6 +124,10 @@ class _Bars:
         self.bars: dict[str, _Progress] = {}
 
     def bar(self, mode: str) -> _Progress:
+        # Shown from the first bar on: a run refused before any (the pre-flight) leaves
+        # no empty progress line behind.
+        if not self.progress.live.is_started:
+            self.progress.start()
         if mode not in self.bars:
             self.bars[mode] = _Progress(self.progress, f"{self.label} {mode}")
         return self.bars[mode]
@@ -131,37 +136,56 @@ class _Bars:
         return self.bar(mode).stage
 
 
-def _run_requests(requests: list[ConfigRequest]) -> int:
+def _run_requests(requests: list[ConfigRequest], wide: bool = False) -> int:
     from suite.api import run  # lazy: keeps `suite --help` fast
 
     results: list[RunResult] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
     for request in requests:
-        with Progress(*columns, console=err, transient=False) as progress:
-            bars = _Bars(progress, f"{request.benchmark} {request.scenario} {request.backend}")
-            result = run(request, on_progress=bars.bar, on_lint=_print_lint,
-                         on_stage=bars.stage)
+        progress = Progress(*columns, console=err, transient=False)
+        bars = _Bars(progress, f"{request.benchmark} {request.scenario} {request.backend}")
+        lint = _LintPrinter()
+        try:
+            result = run(request, on_progress=bars.bar, on_lint=lint, on_stage=bars.stage)
+        except SuiteError:
+            if lint.errors:  # the pre-flight's refusal, already printed with its rules
+                raise click.exceptions.Exit(1) from None
+            raise
+        finally:
+            if progress.live.is_started:
+                progress.stop()
         results.append(result)
         _say_where(result)
         if result.status is Status.INTERRUPTED:
             break
-    _print_results(results)
+    _print_results(results, wide)
     return max((r.exit_code for r in results), key=[0, 2, 1, 130].index)
 
 
-def _print_lint(report: Any) -> None:
-    from suite.cli.render import print_lint  # pre-flight findings, before LoadGen starts
+class _LintPrinter:
+    """Prints the pre-flight's findings once, and remembers whether any was an error: the
+    run then stops with that error, which is not printed a second time."""
 
-    print_lint(report, err, table=False)
+    def __init__(self) -> None:
+        self.errors = 0
+
+    def __call__(self, report: Any) -> None:
+        from suite.cli.render import print_lint  # findings, before LoadGen starts
+
+        print_lint(report, err, table=False)
+        self.errors = len(report.errors)
 
 
-def _print_results(results: list[RunResult]) -> None:
-    from suite.reports.table import results_table, run_notes
+def _print_results(results: list[RunResult], wide: bool = False) -> None:
+    from suite.cli.render import print_results
 
-    out.print(results_table(results))
-    for note in run_notes(results):
-        out.print(f"  - {escape(note)}", soft_wrap=True)
+    print_results(results, wide=wide)
+
+
+_WIDE = click.option("--wide", is_flag=True,
+                     help="every column of the results table (division, metric name, early "
+                          "stopping, token latencies, accuracy target)")
 
 
 def _say_where(result: RunResult) -> None:
@@ -191,7 +215,8 @@ def _request(benchmark: str, scenario: str, backend: str | None, mode: str, roun
 
 @app.command("run")
 @_config_options
-@runs_dir_option("where the run directory is made")
+@runs_dir_option("where the run directory is made", writes=True)
+@_WIDE
 @click.option("--target-qps", type=float, help="Server: loadgen.target_qps")
 @click.option("--expected-qps", type=float, help="Offline: loadgen.expected_qps")
 @click.option("--batch-size", type=int, help="sut.max_batch_size")
@@ -212,8 +237,9 @@ def _request(benchmark: str, scenario: str, backend: str | None, mode: str, roun
               help="run even when the pre-flight predicts a test longer than 7 days")
 def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_name: str,
                 quick: bool, config_file: Path | None, sets: tuple[str, ...], system: str | None,
-                runs_dir: Path | None, target_qps: float | None, expected_qps: float | None,
-                batch_size: int | None, workers: int | None, urls: tuple[str, ...],
+                runs_dir: Path | None, wide: bool, target_qps: float | None,
+                expected_qps: float | None, batch_size: int | None, workers: int | None,
+                urls: tuple[str, ...],
                 dataset_path: str | None, model_path: str | None, compliance: str | None,
                 reference: Path | None, force: bool) -> int:
     """Run one benchmark scenario through LoadGen."""
@@ -232,22 +258,23 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
                        list(sets), runs_dir, flags)
     request.compliance, request.reference, request.system = compliance, reference, system
     request.force = force
-    return _run_requests([request])
+    return _run_requests([request], wide)
 
 
 @app.command("demo")
 @click.option("--backend", default="onnxruntime", show_default=True)
-@runs_dir_option("where the run directory is made")
+@runs_dir_option("where the run directories are made", writes=True)
+@_WIDE
 @click.option("--quick/--full", default=True, show_default=True,
               help="quick durations (not submittable), or the round's official ones")
-def demo_command(backend: str, runs_dir: Path | None, quick: bool) -> int:
+def demo_command(backend: str, runs_dir: Path | None, wide: bool, quick: bool) -> int:
     """digits on all four scenarios, performance then accuracy."""
     requests = [
         _request("digits", scenario, backend, "all", DEFAULT_ROUND, quick, None, None, runs_dir,
                  {})
         for scenario in ("singlestream", "multistream", "server", "offline")
     ]
-    return _run_requests(requests)
+    return _run_requests(requests, wide)
 
 
 @app.command("config")
@@ -295,22 +322,27 @@ def backends_command() -> int:
 
 
 @app.command("show")
-@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-def show_command(run_dirs: tuple[Path, ...]) -> int:
-    """Print the results table of finished runs from their result.json."""
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path),
+                metavar="RUN...")
+@runs_dir_option("where a RUN given by name is")
+@_WIDE
+def show_command(runs: tuple[Path, ...], runs_dir: Path | None, wide: bool) -> int:
+    """Print the results table of finished runs from their result.json; each RUN is a run
+    directory or its name as `suite runs` lists it."""
     results = []
-    for run_dir in run_dirs:
+    for run_dir in (find_run(run, runs_dir) for run in runs):
         path = run_dir / "result.json"
         if not run_dir.is_dir():
             raise SuiteError(f"{run_dir} is not a directory",
-                             hint="give a run directory (suite runs lists them)")
+                             hint="give a run directory, or a run's name as `suite runs` "
+                                  "lists it (with the same --runs-dir)")
         try:
             results.append(RunResult.load(path))
         except (OSError, ValueError) as exc:
             raise SuiteError(f"cannot read {path}: {exc}",
                              hint="a run directory without result.json did not finish (it "
                                   "failed to start, or was killed); see its STATUS") from None
-    _print_results(results)
+    _print_results(results, wide)
     return 0
 
 

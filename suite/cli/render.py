@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from suite.config.preflight import LintReport
     from suite.harness.tune import TuneReport
+    from suite.results import RunResult
     from suite.serve.launcher import Replica
     from suite.submission.workflow import PackageResult
 
@@ -46,6 +47,26 @@ def print_lint(report: LintReport, console: Any, *, table: bool) -> None:
     if report.predicted_queries is not None and report.predicted_seconds is not None:
         console.print(f"pre-flight: predicted {report.predicted_queries:,} queries, "
                       f"about {report.predicted_seconds:,.1f} s per performance test")
+
+
+def print_results(results: list[RunResult], *, wide: bool) -> None:
+    """The results table on stdout, then the notes (why INVALID, why not submittable).
+
+    The compact table fits 100 columns (``reports.table.COMPACT_WIDTH``); ``wide`` adds
+    every column. Off a terminal (a CI log, a pipe) the table is laid out for that width.
+    """
+    import sys
+
+    from rich.console import Console
+    from rich.markup import escape
+
+    from suite.reports.table import COMPACT_WIDTH, results_table, run_notes
+
+    width = None if sys.stdout.isatty() else (160 if wide else COMPACT_WIDTH)
+    console = Console(width=width)
+    console.print(results_table(results, compact=not wide))
+    for note in run_notes(results):
+        console.print(f"  - {escape(note)}", soft_wrap=True)
 
 
 def print_tune(report: TuneReport, benchmark: str, backend: str) -> None:

@@ -7,8 +7,9 @@
 * ``LINT-UNIT`` (warning): a value that looks like the wrong unit (ns or s in an
   ``_ms`` key, ns in a ``_us`` key);
 * ``LINT-IGNORED`` (warning): an override LoadGen ignores in this scenario;
-* ``LINT-FIXED`` (warning): an override of a value the round fixes: the run will not
-  be submittable, said up front;
+* ``LINT-FIXED`` (warning): an override of a value the round fixes (a minimum lowered):
+  the run will not be submittable, said up front; ``--quick``'s own values are not
+  overrides (its non-submittable reason says so once);
 * ``LINT-WORKERS`` (warning): more SUT workers than ``WORKERS_PER_CORE`` per CPU core,
   which only contend (``suite tune`` finds the count that serves best);
 * ``LINT-DURATION`` (error; a warning when forced): a performance test predicted to
@@ -188,10 +189,13 @@ def _inspect(config: RunConfig, report: LintReport, forced: bool = False) -> Non
                 "LINT-IGNORED", "warning", key, config.provenance[key],
                 f"LoadGen ignores {key} in {config.scenario.loadgen_name}",
                 f"it applies to {', '.join(s.loadgen_name for s in scenarios)} only"))
+    # Only the overrides of the user's making: --quick's own values (a scenario file's
+    # [quick] table) and a raised minimum are no override (``loader._allowed``).
     for key, reason in config.overridden_rules.items():
+        source = config.provenance.get(key, "")
         report.findings.append(_finding(
-            "LINT-FIXED", "warning", key, config.provenance.get(key, ""),
-            f"not submittable: {reason}", "remove the override for a submittable run"))
+            "LINT-FIXED", "warning", key, source, f"not submittable: {reason}",
+            _fixed_hint(key, source)))
     cores = os.cpu_count() or 1
     if config.sut.workers > WORKERS_PER_CORE * cores:
         report.findings.append(_finding(
@@ -202,6 +206,13 @@ def _inspect(config: RunConfig, report: LintReport, forced: bool = False) -> Non
             f"use at most {WORKERS_PER_CORE * cores}; `suite tune` finds the best count"))
     report.predicted_queries, report.predicted_seconds = predict(config)
     _check_length(config, report, forced)
+
+
+def _fixed_hint(key: str, source: str) -> str:
+    where = f"drop {source}" if source.startswith("--") else f"remove it from {source}"
+    minimum = key.split(".", 1)[1].startswith("min_")
+    return f"{where} for a submittable run" + (
+        " (the round's value is a minimum: a higher one is allowed)" if minimum else "")
 
 
 def _check_length(config: RunConfig, report: LintReport, forced: bool) -> None:

@@ -248,9 +248,19 @@ class LiveEstimator:
             known.latest, known.headline = message, headline
 
 
+def warming_up(completed: int, elapsed_s: float) -> bool:
+    """No rate to show yet: nothing completed, or a single beat (a rate needs two)."""
+    return completed == 0 or elapsed_s <= 0
+
+
 def describe(status: LiveStatus) -> str:
-    """The progress line's figures for one beat (without the test's label)."""
-    if status.scenario.lower() != "server":
+    """The progress line's figures for one beat (without the test's label); "warming up"
+    until there is a rate, never a misleading 0 samples/s."""
+    if warming_up(status.completed, status.elapsed_s):
+        text = "warming up"
+        if status.backlog:
+            text += f", {status.backlog:,} waiting"
+    elif status.scenario.lower() != "server":
         text = f"{status.rate:,.0f} samples/s"
     else:
         target = f" of {status.target_qps:,.0f}" if status.target_qps else ""

@@ -188,7 +188,7 @@ def _prepare_and_run(request: ConfigRequest, paths: Paths, started: ChildStart,
 
 
 _WRITABLE = ("check that the directory exists and is writable, and that its disk has free "
-             "space; or choose another --runs-dir (runs_dir in the config)")
+             "space; or choose another --runs-dir")
 
 
 def _os_error(exc: OSError) -> str:

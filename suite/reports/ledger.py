@@ -14,13 +14,15 @@ group shows best-of-N selection: the best attempt of each group (a VALID one fir
 the metric in its direction, then the newest) is marked ``best``. A run without a
 readable ``config.json`` has no digest and forms a group of its own.
 
-``list_runs(runs_dir, filters)`` is the library call; ``suite runs`` renders it.
+``list_runs(runs_dir, filters)`` is the library call; ``suite runs`` renders it, each
+row led by the run's path (what ``suite show``, ``diff`` and ``report`` take).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -261,24 +263,37 @@ def _since(text: str) -> datetime:
 
 
 def render(ledger: Ledger) -> Any:
-    """A rich table, one section per digest group; ``*`` marks each group's best attempt."""
+    """A rich table, one section per digest group; ``*`` marks each group's best attempt.
+
+    Each row starts with the run's path (relative to the current directory when it lies
+    there), never folded, so it pastes into ``suite show``, ``diff``, ``report`` and
+    ``check``; the run directory's name carries its start time, benchmark, scenario and
+    mode (``--json`` has each as a field).
+    """
     from rich.table import Table
     from rich.text import Text
 
     table = Table(title=f"runs in {ledger.runs_dir}")
-    for column in ("time", "benchmark", "scenario", "backend", "mode", "status", "metric",
-                   "submittable", "config digest", "best"):
+    table.add_column("run", no_wrap=True)
+    for column in ("backend", "status", "metric", "submittable", "config digest", "best"):
         table.add_column(column, overflow="fold")
     styles = {"VALID": "green", "INVALID": "yellow", "FAILED": "red", "INTERRUPTED": "magenta"}
     for group in ledger.groups():
         for row in group:
-            table.add_row(row.time, row.benchmark, row.scenario, row.backend, row.mode,
+            table.add_row(Text(shown_path(row.run_dir)), Text(row.backend),
                           Text(row.status, style=styles.get(row.status, "")),
                           Text(metric_text(row.metric)), "yes" if row.submittable else "no",
                           (row.config_digest or "(no config.json)")[:12],
                           "*" if row.best else "")
         table.add_section()
     return table
+
+
+def shown_path(path: str) -> str:
+    """``path`` relative to the current directory when it lies there (shorter, and it
+    still works from here), else as it is."""
+    relative = os.path.relpath(os.path.abspath(path))
+    return relative if not relative.startswith(os.pardir) else path
 
 
 def metric_text(metric: Metric | None) -> str:

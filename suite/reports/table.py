@@ -57,14 +57,16 @@ def _token_latency(test: TestResult) -> str:
     return ", ".join(parts) or "-"
 
 
-def _accuracy(test: TestResult) -> str:
+def _accuracy(test: TestResult, *, target: bool = True) -> str:
     acc = test.accuracy
     if acc is None:
         return "-"
     verdict = "pass" if acc.passed else "FAIL"
     if acc.metric != "acc":  # a score, not a share: ROUGE-L for an LLM
-        return f"{acc.metric} {acc.value:.4f} vs ≥{acc.target:.4f} {verdict}"
-    return f"{acc.value:.3f}% vs ≥{acc.target:.3f}% {verdict}"
+        versus = f" vs ≥{acc.target:.4f}" if target else ""
+        return f"{acc.metric} {acc.value:.4f}{versus} {verdict}"
+    versus = f" vs ≥{acc.target:.3f}%" if target else ""
+    return f"{acc.value:.3f}%{versus} {verdict}"
 
 
 def _test_notes(test: TestResult) -> list[str]:
@@ -102,13 +104,21 @@ def run_notes(results: Iterable[RunResult]) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def results_table(results: Iterable[RunResult], title: str = "infersuite results") -> Table:
+def results_table(results: Iterable[RunResult], title: str = "infersuite results", *,
+                  compact: bool = False) -> Table:
     """One row per LoadGen test: scenario, metric, validity, accuracy, submittability.
 
     An LLM test's metric is its tokens/s; when any test has token latencies, a column shows
-    their TTFT and TPOT p99.
+    their TTFT and TPOT p99. ``compact`` (the CLI's default, ``--wide`` shows the rest)
+    fits ``COMPACT_WIDTH`` columns: a benchmark or backend every row shares moves into the
+    title, and the division, the metric's name (the value carries its unit), early
+    stopping, token latencies and the accuracy target are left to the wide table and the
+    notes (``run_notes`` names an open division, an INVALID's cause, every not-submittable
+    reason).
     """
     results = list(results)
+    if compact:
+        return _compact_table(results, title)
     latencies = any(test.performance is not None and "ttft_p99_ns" in test.performance.tokens
                     for result in results for test in result.tests)
     table = Table(title=title)
@@ -121,8 +131,7 @@ def results_table(results: Iterable[RunResult], title: str = "infersuite results
             name, value = _metric(test)
             table.add_row(
                 *(Text(cell) for cell in (result.benchmark, result.scenario, result.backend,
-                                          result.compliance.test if result.compliance
-                                          else test.mode)),
+                                          _mode(result, test))),
                 Text(result.division, style="yellow" if result.division == "open" else ""),
                 Text(name), Text(value),
                 *((Text(_token_latency(test)),) if latencies else ()),
@@ -130,3 +139,38 @@ def results_table(results: Iterable[RunResult], title: str = "infersuite results
                 Text(_accuracy(test)), Text("yes" if result.submittable else "no"),
             )
     return table
+
+
+#: What the compact table fits in (a CI log, an 80-100 column terminal, a pasted issue).
+COMPACT_WIDTH = 100
+
+
+def _mode(result: RunResult, test: TestResult) -> str:
+    return result.compliance.test if result.compliance else test.mode
+
+
+def _compact_table(results: list[RunResult], title: str) -> Table:
+    shared: dict[str, str] = {}
+    for name in ("benchmark", "backend"):
+        values = {getattr(result, name) for result in results}
+        if len(values) == 1:
+            shared[name] = values.pop()
+    if shared:
+        parts = [shared["benchmark"]] if "benchmark" in shared else []
+        parts += [f"on {shared['backend']}"] if "backend" in shared else []
+        title = f"{title}: {' '.join(parts)}"
+    columns = [c for c in ("benchmark", "scenario", "backend", "mode") if c not in shared]
+    table = Table(title=title)
+    for column in (*columns, "value", "validity", "accuracy", "submittable"):
+        table.add_column(column)
+    for result in results:
+        for test in result.tests:
+            cells = {"benchmark": result.benchmark, "scenario": result.scenario,
+                     "backend": result.backend, "mode": _mode(result, test)}
+            table.add_row(
+                *(Text(cells[column]) for column in columns), Text(_metric(test)[1]),
+                Text(test.status.value, style=_STYLE[test.status]),
+                Text(_accuracy(test, target=False)),
+                Text("yes" if result.submittable else "no"))
+    return table
+

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from suite.cli.options import runs_dir_option
+
 
 @click.command("audit")
 @click.argument("bundle", type=click.Path(path_type=Path, exists=True, dir_okay=False))
@@ -17,8 +19,7 @@ import click
               "'all' (default: no replay)")
 @click.option("--tolerance", default=0.02, show_default=True,
               help="allowed shortfall of a replayed metric against its claim")
-@click.option("--runs-dir", type=click.Path(path_type=Path),
-              help="where replays go (default runs/audit/)")
+@runs_dir_option("where replays go", writes=True, default_under="audit")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--out", type=click.Path(path_type=Path), help="also write the JSON report here")
 @click.option("--sign", "sign_key", type=click.Path(path_type=Path),

@@ -1,5 +1,6 @@
 """``suite check PATH`` and ``suite rules``: validate a run directory or a submission
-tree against a round's rules. Exit 0 all pass, 2 a rule failed, 1 usage error."""
+tree against a round's rules (a run also by its name under ``--runs-dir``, as ``suite
+runs`` lists it). Exit 0 all pass, 2 a rule failed, 1 usage error."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import sys
 from pathlib import Path
 
 import click
+
+from suite.cli.options import find_run, runs_dir_option
 
 ROUND_HELP = ("run-rules round (default: the round the tree's LoadGen seeds name; "
               "a run directory: its own round)")
@@ -21,15 +24,17 @@ ROUND_HELP = ("run-rules round (default: the round the tree's LoadGen seeds name
               help="skip the strict-only rules to reproduce the official checker's verdicts")
 @click.option("--submission-exceptions", is_flag=True,
               help="as the official flag: waive LoadGen's uncommitted-build error (only it)")
+@runs_dir_option("where a run given by name is")
 def check_command(path: Path, round_name: str | None, as_json: bool,
-                  compat_official: bool, submission_exceptions: bool) -> int:
+                  compat_official: bool, submission_exceptions: bool,
+                  runs_dir: Path | None) -> int:
     """Validate a run directory or a submission tree; every finding names its rule."""
     from rich.console import Console
 
     from suite.api import check
     from suite.checker.render import render
 
-    report = check(path, round_name, compat_official=compat_official,
+    report = check(find_run(path, runs_dir), round_name, compat_official=compat_official,
                    submission_exceptions=submission_exceptions)
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")

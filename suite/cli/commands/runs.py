@@ -1,5 +1,6 @@
-"""``suite runs [RUNS_DIR]``: the run ledger (see ``suite.reports.ledger``). Exit 0 when listed,
-1 when the runs directory or a filter is bad; unreadable runs are named, not fatal."""
+"""``suite runs [RUNS_DIR]``: the run ledger (see ``suite.reports.ledger``), each row led by
+the run's path, which ``suite show``, ``diff``, ``report`` and ``check`` take. Exit 0 when
+listed, 1 when the runs directory or a filter is bad; unreadable runs are named, not fatal."""
 
 from __future__ import annotations
 
@@ -35,9 +36,11 @@ def runs_command(runs_dir_arg: Path | None, runs_dir: Path | None, benchmark: st
     from rich.console import Console
     from rich.markup import escape
 
-    from suite.paths import find_paths
+    from suite.paths import check_runs_dir, find_paths
     from suite.reports.ledger import Filters, list_runs, render
 
+    if runs_dir_arg is not None:
+        runs_dir_arg = check_runs_dir(runs_dir_arg, create=False, option="RUNS_DIR")
     if runs_dir and runs_dir_arg and runs_dir != runs_dir_arg:
         raise click.UsageError(f"two runs directories given: {runs_dir_arg} and --runs-dir "
                                f"{runs_dir}; give one")
@@ -48,7 +51,8 @@ def runs_command(runs_dir_arg: Path | None, runs_dir: Path | None, benchmark: st
     if as_json:
         sys.stdout.write(json.dumps(ledger.to_dict(), indent=2) + "\n")
     else:
-        Console(width=None if sys.stdout.isatty() else 200).print(render(ledger))
+        # Off a terminal the table keeps its natural width: a run's path is never cut.
+        Console(width=None if sys.stdout.isatty() else 1000).print(render(ledger))
     err = Console(stderr=True, soft_wrap=True)
     for item in ledger.skipped:
         err.print(escape(f"skipped {item.path}: {item.why}"))

@@ -17,7 +17,7 @@ from suite.cli.options import runs_dir_option
               type=click.Choice(["offline", "singlestream", "multistream", "server"]),
               help="repeatable; default: all four")
 @click.option("--system", help="system name for the settings file (default: this host)")
-@runs_dir_option("where the probes run")
+@runs_dir_option("where the probes run", writes=True)
 @click.option("--probe-ms", default=2000, show_default=True, help="duration of a probe run")
 @click.option("--confirm-ms", type=int,
               help="confirming run length (default: the official duration, 600 s)")

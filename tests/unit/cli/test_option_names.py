@@ -32,3 +32,27 @@ def test_keygen_writes_to_out_dir_and_still_takes_out(tmp_path: Path) -> None:
         done = run_cli("keygen", flag, str(where), SUITE_KEY_PASSPHRASE="pass phrase 123")
         assert done.returncode == 0, done.stderr
         assert (where / "signing.pub").is_file()
+
+
+#: Every command that reads or writes runs, and so takes --runs-dir.
+RUNS_COMMANDS = ("run", "demo", "runs", "show", "report", "diff", "check", "package", "tune",
+                 "audit")
+
+
+def test_every_command_that_reads_or_writes_runs_takes_runs_dir() -> None:
+    for command in RUNS_COMMANDS:
+        shown = run_cli(command, "--help")
+        assert shown.returncode == 0, shown.stderr
+        assert "--runs-dir" in shown.stdout, command
+
+
+def test_report_writes_to_out_and_still_takes_html(tmp_path: Path) -> None:
+    shown = run_cli("report", "--help").stdout
+    assert "--out FILE" in shown and "--html" not in shown  # the old name is hidden
+    for flag in ("--out", "--html"):  # both reach the report (which names the missing run)
+        done = run_cli("report", str(tmp_path / "gone"), flag, str(tmp_path / "r.html"))
+        assert done.returncode == 1 and "gone is not a directory" in done.stderr, flag
+    neither = run_cli("report", str(tmp_path))
+    assert neither.returncode == 1 and "--out FILE" in neither.stderr
+    both = run_cli("report", str(tmp_path), "--out", "a.html", "--html", "b.html")
+    assert both.returncode == 1 and "two output files given" in both.stderr
