@@ -137,28 +137,38 @@ class _Bars:
 
 
 def _run_requests(requests: list[ConfigRequest], wide: bool = False) -> int:
+    results: list[RunResult] = []
+    for request in requests:
+        results.append(_run_one(request))
+        if results[-1].status is Status.INTERRUPTED:
+            break
+    return _finish(results, wide)
+
+
+def _run_one(request: ConfigRequest) -> RunResult:
+    """One run with its progress bars; says where its directory is (``suite demo`` too)."""
     from suite.api import run  # lazy: keeps `suite --help` fast
 
-    results: list[RunResult] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
-    for request in requests:
-        progress = Progress(*columns, console=err, transient=False)
-        bars = _Bars(progress, f"{request.benchmark} {request.scenario} {request.backend}")
-        lint = _LintPrinter()
-        try:
-            result = run(request, on_progress=bars.bar, on_lint=lint, on_stage=bars.stage)
-        except SuiteError:
-            if lint.errors:  # the pre-flight's refusal, already printed with its rules
-                raise click.exceptions.Exit(1) from None
-            raise
-        finally:
-            if progress.live.is_started:
-                progress.stop()
-        results.append(result)
-        _say_where(result)
-        if result.status is Status.INTERRUPTED:
-            break
+    progress = Progress(*columns, console=err, transient=False)
+    bars = _Bars(progress, f"{request.benchmark} {request.scenario} {request.backend}")
+    lint = _LintPrinter()
+    try:
+        result = run(request, on_progress=bars.bar, on_lint=lint, on_stage=bars.stage)
+    except SuiteError:
+        if lint.errors:  # the pre-flight's refusal, already printed with its rules
+            raise click.exceptions.Exit(1) from None
+        raise
+    finally:
+        if progress.live.is_started:
+            progress.stop()
+    _say_where(result)
+    return result
+
+
+def _finish(results: list[RunResult], wide: bool = False) -> int:
+    """Print the results table; the exit code of the worst run."""
     _print_results(results, wide)
     return max((r.exit_code for r in results), key=[0, 2, 1, 130].index)
 
@@ -259,22 +269,6 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
     request.compliance, request.reference, request.system = compliance, reference, system
     request.force = force
     return _run_requests([request], wide)
-
-
-@app.command("demo")
-@click.option("--backend", default="onnxruntime", show_default=True)
-@runs_dir_option("where the run directories are made", writes=True)
-@_WIDE
-@click.option("--quick/--full", default=True, show_default=True,
-              help="quick durations (not submittable), or the round's official ones")
-def demo_command(backend: str, runs_dir: Path | None, wide: bool, quick: bool) -> int:
-    """digits on all four scenarios, performance then accuracy."""
-    requests = [
-        _request("digits", scenario, backend, "all", DEFAULT_ROUND, quick, None, None, runs_dir,
-                 {})
-        for scenario in ("singlestream", "multistream", "server", "offline")
-    ]
-    return _run_requests(requests, wide)
 
 
 @app.command("config")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,20 +101,15 @@ def busy_line(invalid: int, before: tuple[int, int] | None, after: tuple[int, in
             "the machine is quieter, or find this machine's settings with `suite tune`")
 
 
-def _runs_dir() -> Callable[[Any], Any]:
-    what = "where the run directories are made"
-    try:  # ``writes``: the directory may be new (options.py gains it alongside this module)
-        return runs_dir_option(what, writes=True)  # type: ignore[call-arg,unused-ignore]
-    except TypeError:
-        return runs_dir_option(what)
-
-
 @click.command("demo")
 @click.option("--backend", default="onnxruntime", show_default=True)
-@_runs_dir()
+@runs_dir_option("where the run directories are made", writes=True)
+@click.option("--wide", is_flag=True,
+              help="every column of the results table (division, metric name, early "
+                   "stopping, token latencies, accuracy target)")
 @click.option("--quick/--full", default=True, show_default=True,
               help="quick durations (not submittable), or the round's official ones")
-def demo_command(backend: str, runs_dir: Path | None, quick: bool) -> int:
+def demo_command(backend: str, runs_dir: Path | None, wide: bool, quick: bool) -> int:
     """digits on all four scenarios, performance then accuracy."""
     from suite.cli import app
     from suite.config.rules import DEFAULT_ROUND
@@ -128,9 +122,9 @@ def demo_command(backend: str, runs_dir: Path | None, quick: bool) -> int:
     before = cpu_times()
     results = []
     for scenario in ("singlestream", "multistream", "offline"):
-        results.append(_run_one(request(scenario, {})))
+        results.append(app._run_one(request(scenario, {})))
         if results[-1].status is Status.INTERRUPTED:
-            return _finish(results)
+            return app._finish(results, wide)
     plan = server_plan(offline_rate(results[-1]), quick)
     flags: dict[str, tuple[Any, str]] = {}
     if plan.target_qps is not None:
@@ -139,47 +133,15 @@ def demo_command(backend: str, runs_dir: Path | None, quick: bool) -> int:
             flags["loadgen.min_duration_ms"] = (
                 plan.min_duration_ms, f"suite demo: {SERVER_MIN_QUERIES} queries at that rate")
     rate = f"{plan.target_qps:,.0f} QPS" if plan.target_qps else "the scenario file's rate"
-    app.err.print(f"demo: Server at {rate} ({plan.why})", soft_wrap=True)
-    results.append(_run_one(request("server", flags)))
-    code = _finish(results)
+    app.err.print(f"demo: Server at {rate} ({plan.why})", soft_wrap=True, markup=False)
+    results.append(app._run_one(request("server", flags)))
+    code = app._finish(results, wide)
     invalid = sum(r.status is Status.INVALID for r in results)
     if invalid:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         app.out.print(busy_line(invalid, before, cpu_times(), load, os.cpu_count() or 1),
                       soft_wrap=True, markup=False)
     return code
-
-
-def _run_one(request: Any) -> Any:
-    """One run with its progress bars, as ``suite run`` shows it; its ``RunResult``."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    from suite.api import run
-    from suite.cli import app
-    from suite.cli.render import print_lint
-
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=app.err, transient=False) as progress:
-        bars = app._Bars(progress, f"{request.benchmark} {request.scenario} {request.backend}")
-        result = run(request, on_progress=bars.bar, on_stage=bars.stage,
-                     on_lint=lambda report: print_lint(report, app.err, table=False))
-    app._say_where(result)
-    return result
-
-
-def _finish(results: list[Any]) -> int:
-    """Print the results table; the demo's exit code (the worst run's)."""
-    from suite.cli import app
-
-    app._print_results(results)
-    return int(max((r.exit_code for r in results), key=[0, 2, 1, 130].index))
 
 
 COMMANDS = [demo_command]
