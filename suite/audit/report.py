@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import tarfile
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 from suite.findings import Finding, Severity
 
@@ -87,6 +88,13 @@ class AuditReport(BaseModel):
     #: per packaged result, the attempts its bundle records; None: not read (step 1
     #: failed, or the bundle file changed after the audit read it)
     attempts: list[ResultAttempts] | None = None
+
+    @field_validator("bundle")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        """A bundle path whose name is not UTF-8 (undecodable bytes arrive as surrogates)
+        shown with ``\\xff`` escapes: the report must still be written as JSON."""
+        return os.fsencode(value).decode("utf-8", "backslashreplace")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
