@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from suite.audit.report import AuditReport
+from suite.audit.system_step import system_step
 from suite.backends import BUILTIN
 from suite.errors import SuiteError
 from suite.paths import Paths
@@ -96,7 +97,7 @@ def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir
                    ["not run: they run after a replay, and no result was replayed"],
                    "skipped")
     with step(report, 6, "system description"):
-        _system(report, tree)
+        system_step(report, tree)
     return report
 
 
@@ -373,24 +374,3 @@ def _compliance(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, 
             f"not verified ({outcome.status.value})")
         report.add(5, f"{test} of {claim['result']}", passed,
                    [verdicts, f"run: {outcome.run_dir}"], "TEST PASS" if passed else "TEST FAIL")
-
-
-_HARDWARE = ("host_processor_model_name", "host_processor_core_count", "host_memory_capacity",
-             "accelerators_per_node", "accelerator_model_name")
-
-
-def _system(report: AuditReport, tree: Path) -> None:
-    from suite.submission.system_description import probe
-
-    systems = sorted(tree.glob("*/*/systems/*.json"))
-    if not systems:
-        report.add(6, "system description", False, ["the bundle has no systems/*.json"])
-        return
-    described = json.loads(systems[0].read_text())
-    here = probe()
-    differences = [f"{key}: bundle '{described.get(key)}', this machine '{here.get(key)}'"
-                   for key in _HARDWARE
-                   if str(described.get(key, "")).strip() not in ("", str(here.get(key, "")))]
-    report.add(6, f"system vs {systems[0].name}", not differences,
-               differences or [f"{key}: {here.get(key)}" for key in _HARDWARE],
-               f"{len(differences)} difference(s)")

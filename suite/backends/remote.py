@@ -18,9 +18,15 @@ the output as numpy, shaped like the card's.
   status or gRPC code) or a wrong output shape raise ``BackendError`` naming the
   endpoint; the SUT then completes every outstanding sample and fails the run.
 * **Record**: ``BackendInfo`` carries what each server says about itself (name,
-  version, extensions), the model's metadata and the transport, and marks the run as
-  a network-division SUT (``details["division"] = "network"``). ``run_record()`` says
-  what each endpoint served (requests, samples, errors) over every client process.
+  version, extensions), the model's metadata and the transport, and where the servers
+  are (``details["server_location"]``, derived in ``server_location`` from each
+  endpoint's resolved addresses, with the derivation in ``server_location_from``):
+  ``"loopback"`` when every endpoint is on this host (a loopback address, or one of this
+  host's own), ``"remote"`` when every endpoint is on another host, ``"mixed"`` or
+  ``"unknown"`` otherwise. Only a ``"remote"`` run is a network-division SUT
+  (``details["division"] = "network"``): a server on this host is no network SUT, and
+  its run packages as closed or open like a local one. ``run_record()`` says what each
+  endpoint served (requests, samples, errors) over every client process.
 
 The sync ``tritonclient`` clients release the GIL while waiting, so the SUT's worker
 threads overlap requests; the ``processes`` worker model runs one client per process.
@@ -31,6 +37,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import ipaddress
+import socket
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Literal
@@ -99,6 +107,44 @@ class RemoteOptions(BackendOptions):
         return self
 
 
+def _on_this_host(address: str) -> bool:
+    """Whether ``address`` is this host's: a loopback address, or one a socket here can
+    bind (an address of one of this host's interfaces)."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if ip.is_loopback:
+        return True
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((address, 0))
+    except OSError:
+        return False
+    return True
+
+
+_WHERE = {"loopback": "this host", "remote": "another host", "mixed": "this host and another"}
+
+
+def server_location(endpoints: tuple[str, ...]) -> tuple[str, str]:
+    """(``"loopback"`` | ``"remote"`` | ``"mixed"`` | ``"unknown"``, how it was derived):
+    where the endpoints' servers are, from the addresses each host name resolves to."""
+    kinds: set[str] = set()
+    steps: list[str] = []
+    for host in sorted({str(urlsplit(url).hostname) for url in endpoints}):
+        try:
+            addresses = sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None)})
+        except (OSError, UnicodeError) as exc:
+            kinds.add("unknown")
+            steps.append(f"{host}: not resolved ({exc})")
+            continue
+        here = [_on_this_host(a) for a in addresses]
+        kind = "loopback" if all(here) else "remote" if not any(here) else "mixed"
+        kinds.add(kind)
+        steps.append(f"{host} -> {' '.join(addresses)}: {_WHERE[kind]}")
+    location = kinds.pop() if len(kinds) == 1 else ("unknown" if "unknown" in kinds else "mixed")
+    return location, "; ".join(steps)
+
+
 class _Balancer:
     """Least-outstanding choice among endpoints with a per-endpoint limit."""
 
@@ -160,9 +206,14 @@ class RemoteBackend(BackendBase):
         model = opts.model_name or card.name
         servers: list[str] = []
         stated: set[tuple[str, str]] = set()  # (precision, weight_transformations)
-        details: dict[str, str] = {"division": "network", "endpoints": ",".join(opts.endpoints),
+        location, derivation = server_location(opts.endpoints)
+        details: dict[str, str] = {"endpoints": ",".join(opts.endpoints),
+                                   "server_location": location,
+                                   "server_location_from": derivation,
                                    "model_name": model, "timeout_s": f"{opts.timeout_s:g}",
                                    "max_outstanding": str(opts.max_outstanding)}
+        if location == "remote":  # the SUT is across a network from LoadGen
+            details["division"] = "network"
         limits: list[tuple[int, str]] = []
         for number, url in enumerate(opts.endpoints):
             scheme = urlsplit(url).scheme

@@ -11,7 +11,11 @@ LoadGen log about 100 samples' outputs; the verification reads that accuracy log
 
 ``verify_accuracy.txt`` holds the official lines ("First token check pass: True", "EOS check
 pass: True", "Sample length check pass: True", then "TEST06 verification complete" or
-"TEST06 verification failed"), which ``suite check`` accepts as TEST06's pass lines.
+"TEST06 verification failed"), which ``suite check`` accepts as TEST06's pass lines. The
+file says what the suite concluded and nothing kinder: a check passes only on evidence,
+so no logged sample fails every check, an empty first token is no first token, and an
+entry whose output cannot be decoded fails the checks it cannot answer. Evidence lines
+(why a check failed) come before the last line, which is always the verdict.
 """
 
 from __future__ import annotations
@@ -58,8 +62,14 @@ class Test06Verdict:
                 f"TEST06 verification {'complete' if self.passed else 'failed'}"]
 
 
-def _tokens(hex_data: str) -> list[int]:
-    tokens: list[int] = np.frombuffer(bytes.fromhex(hex_data), dtype="<i4").tolist()
+def _tokens(hex_data: object) -> list[int] | None:
+    """The int32 token ids of a logged hex field; None when it is not one."""
+    if not isinstance(hex_data, str):
+        return None
+    try:
+        tokens: list[int] = np.frombuffer(bytes.fromhex(hex_data), dtype="<i4").tolist()
+    except ValueError:  # not hex, or not a whole number of int32 ids
+        return None
     return tokens
 
 
@@ -74,18 +84,26 @@ def verify_entries(entries: list[dict[str, Any]], offline: bool, eos_id: int) ->
     eos_ok = length_ok = True
     evidence: list[str] = []
     for entry in entries:
-        data = _tokens(entry["data"])
         where = f"qsl_idx {entry.get('qsl_idx')}"
+        data = _tokens(entry.get("data"))
+        if data is None:  # nothing to check against: no check of this sample passes
+            if not offline:
+                first_ok = False
+            eos_ok = length_ok = False
+            evidence.append(f"{where}: the logged output is not int32 token ids")
+            continue
         if not offline:
+            first = _tokens(entry.get("token_data"))
             if "token_data" not in entry:
                 first_ok = False
                 evidence.append(f"{where}: no first token logged")
-            else:
-                first = _tokens(entry["token_data"])
-                if data[:len(first)] != first:
-                    first_ok = False
-                    evidence.append(f"{where}: first token {first} is not the output's "
-                                    f"first token {data[:1]}")
+            elif not first:  # undecodable or empty: the SUT reported no first token
+                first_ok = False
+                evidence.append(f"{where}: the logged first token is empty or not token ids")
+            elif data[:len(first)] != first:
+                first_ok = False
+                evidence.append(f"{where}: first token {first} is not the output's "
+                                f"first token {data[:1]}")
         trailing = len(data) - len(np.trim_zeros(np.asarray(data) - eos_id, "b"))
         if trailing >= 2:
             eos_ok = False
@@ -104,8 +122,8 @@ def verify_run(accuracy_log: Path, out_dir: Path, offline: bool, eos_id: int) ->
     verdict = verify_entries(entries, offline, eos_id)
     target = out_dir / NAME
     target.mkdir(parents=True, exist_ok=True)
-    lines = verdict.lines() if verdict.samples else [*verdict.lines(),
-                                                     "no sample was logged"]
+    *checks, conclusion = verdict.lines()
+    lines = [*checks, *verdict.evidence, conclusion]  # the verdict stays the last line
     (target / VERIFY_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
     shutil.copyfile(accuracy_log, target / accuracy_log.name)
     return verdict

@@ -1,13 +1,24 @@
-"""The network division in ``suite package``: decided by the runs' records, never a flag.
+"""The divisions in ``suite package``: decided by the runs' records, never a flag.
 
-A run whose backend recorded ``details.division = "network"`` (the ``remote``
-backend: the model answered over the network from another process or machine) is a
-network-division result, and only such runs go into ``network/``: mixing them with
-local runs, or packaging them as closed or open, is refused. For a network system the
-system description says ``is_network: "true"`` and must fill the network fields the
-round lists (``[submission] network_fields``); what the run recorded fills some of them
-(the protocol, the client and server software, the connections), the user's system
-TOML the rest (NICs, media, rate, topology). Any other system leaves ``is_network`` out.
+**Network.** The round's network division measures a SUT that LoadGen reaches over a
+network: LoadGen and the SUT on separate hosts (``NETWORK_RULE``). The ``remote``
+backend records where its servers were (``details.server_location``, derived from the
+endpoints' addresses) and marks only a run whose every endpoint was on another host as
+network (``details.division = "network"``). Such runs, and only they, go into
+``network/``: mixing them with other runs, or packaging them as closed or open, is
+refused. A remote run whose servers were on this host (loopback) is no network SUT: it
+packages as closed or open like a local run, and ``--division network`` refuses it. A
+remote run that recorded no location (an older record) is refused either way: its record
+does not say which it is. For a network system the system description says
+``is_network: "true"`` and must fill the network fields the round lists (``[submission]
+network_fields``); what the run recorded fills some of them (the protocol, the client and
+server software, the connections), the user's system TOML the rest (NICs, media, rate,
+topology). Any other system leaves ``is_network`` out.
+
+**Closed and open.** Each run records its model's division (``result.json``
+``division``: "open" when the model file is not the card's reference). An open run is
+refused for ``--division closed`` and ``network``; a record without a division is no
+candidate at all (``selection``).
 """
 
 from __future__ import annotations
@@ -17,11 +28,44 @@ from typing import Any
 from suite.results import RunResult
 from suite.submission.safety import PackageError
 
+#: What the round's network division requires of the SUT (MLPerf inference rules,
+#: "Network Division": the SUT and LoadGen run on separate nodes connected by a network).
+NETWORK_RULE = "the network division needs the SUT on another host than LoadGen"
+
+
+def _location(run: RunResult) -> set[str]:
+    """Where each test's servers were: ``"local"`` for a backend in the benchmark's own
+    process, else the remote backend's recorded ``server_location``."""
+    where: set[str] = set()
+    for test in run.tests:
+        details: dict[str, Any] = test.backend.get("details", {})
+        if test.backend.get("name") != "remote" and "division" not in details \
+                and "server_location" not in details:
+            where.add("local")
+        elif "server_location" not in details:
+            raise PackageError(
+                f"{run.run_dir}/result.json: the {test.mode} test ran over the remote "
+                "backend but recorded no server_location (an older record), so neither "
+                "the network division nor closed/open can be derived",
+                hint="re-run it; the remote backend now records where its servers are")
+        elif details["server_location"] == "remote" and details.get("division") == "network":
+            where.add("remote")
+        elif details["server_location"] == "loopback":
+            where.add("loopback")
+        else:  # "mixed", "unknown": the record does not say one SUT on one side
+            raise PackageError(
+                f"{run.run_dir}/result.json: the {test.mode} test's servers were at "
+                f"server_location {details['server_location']!r} "
+                f"({details.get('server_location_from', 'no derivation recorded')}): neither "
+                "a network SUT nor one on this host",
+                hint="re-run with every endpoint on this host, or every one on another host")
+    return where
+
 
 def is_network_run(run: RunResult) -> bool:
-    """Whether every test of ``run`` ran over the network (``PackageError`` if only
-    some did: one run, one system under test)."""
-    kinds = {test.backend.get("details", {}).get("division") == "network" for test in run.tests}
+    """Whether every test of ``run`` ran against servers on another host (``PackageError``
+    if only some did: one run, one system under test)."""
+    kinds = {where == "remote" for where in _location(run)}
     if len(kinds) > 1:
         raise PackageError(f"{run.run_dir}/result.json: some tests ran over the network and "
                            "some did not", hint="package runs of one backend per system")
@@ -37,15 +81,34 @@ def network_division(runs: list[RunResult], division: str) -> bool:
         raise PackageError(f"network runs ({remote}) and local runs cannot be one system",
                            hint="package the remote runs as their own --system with "
                            "--division network")
+    _model_division(runs, division)
     is_network = bool(network) and all(network.values())
     if is_network and division != "network":
         raise PackageError(f"the runs were served over the network (the remote backend), so "
                            f"they are network-division results, not {division}",
                            hint="use --division network")
     if not is_network and division == "network":
+        here = sorted({where for run in runs for where in _location(run)} - {"local"})
+        if here:
+            raise PackageError(f"these remote runs' servers were not on another host "
+                               f"(server_location: {', '.join(here)}): {NETWORK_RULE}",
+                               hint="package them with --division closed or open, like local "
+                               "runs; serve from another host for the network division")
         raise PackageError("--division network takes only runs of the remote backend; these "
                            "ran locally", hint="use --division closed or open")
     return is_network
+
+
+def _model_division(runs: list[RunResult], division: str) -> None:
+    """An open-division run (a model other than the card's reference, as recorded) goes
+    only into ``open/``."""
+    if division == "open":
+        return
+    open_runs = sorted(run.run_id for run in runs if run.division == "open")
+    if open_runs:
+        raise PackageError(f"{', '.join(open_runs)} recorded the open division (not the "
+                           f"card's reference model), so not {division}",
+                           hint="use --division open, or re-run with the reference model")
 
 
 def recorded_network_fields(runs: list[RunResult]) -> dict[str, str]:

@@ -1,19 +1,25 @@
 """``suite package``: from the run ledger in ``runs/`` to the official submission tree
 and a signed, deterministic bundle.
 
-For each (benchmark, scenario) it picks the best run that is valid, submittable and
-passes ``suite check`` as a run directory (``--unofficial`` relaxes this for testing
-and says so in the attestation), lays out the v6 tree (``performance/run_1``, a
-truncated accuracy log with the full log's hash in ``accuracy.txt``, measurements,
-``user.conf``, README, compliance dirs when the run has them), the system JSON,
-documentation and a ``src`` pointer, then checks the tree and signs it.
+``selection`` picks, for each (benchmark, scenario), the run and the compliance attempts
+(see there: every choice from the runs' records). This module lays out the v6 tree
+(``performance/run_1``, a truncated accuracy log with the full log's hash in
+``accuracy.txt``, measurements, ``user.conf``, README, the newest *passing* attempt of each
+compliance test in ``TESTxx/``), the system JSON, documentation and a ``src`` pointer, and
+builds the predicate the bundle is signed with.
 
 LLM results (text-generation cards, ``suite.llm``) take the same layout: the detail and
 summary logs carry LoadGen's token metrics (TTFT/TPOT p99, tokens/s), ``accuracy.txt`` is
 the ROUGE dict the checker parses, a ``<card>-interactive`` benchmark's Server run is the
 ``Interactive`` scenario directory, and the predicate states each LLM result's tokens/s
-(the figure MLPerf publishes for LLMs) with its TTFT and TPOT p99, read from the packaged
-detail log.
+(the figure MLPerf publishes for LLMs, and the one its run was chosen by) with its TTFT
+and TPOT p99, read from the packaged detail log.
+
+What the predicate and ``measurements.json`` claim comes from records: ``accuracy_met`` is
+the run's recorded accuracy verdict (for LLMs it includes the tokens-per-sample bounds)
+and the re-check of ``accuracy.txt``; ``retraining`` is "No" only where the run recorded
+the closed division (the card's reference weights, verified by hash), else left empty
+for the submitter (``suite check`` then names it).
 """
 
 from __future__ import annotations
@@ -22,88 +28,35 @@ import hashlib
 import json
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from suite.checker import CheckReport, check_path
+from suite.checker import CheckReport
+from suite.checker.findings import ResultReport, RuleId
 from suite.config.rules import RuleSet, SubmissionRules
-from suite.errors import SuiteError
 from suite.logs import parse_detail_log
 from suite.models import load_card
 from suite.paths import Paths
-from suite.results import RunResult, Status, token_metrics
-from suite.scenarios import SPECS, Scenario
+from suite.results import token_metrics
 from suite.submission.safety import PackageError, Precision, recorded_precision, refuse_links
+from suite.submission.selection import (
+    LLM_RATE,
+    Candidate,
+    Selection,
+    llm_figure,
+    refuse_if_empty,
+    select_runs,
+    tree_scenario,
+)
 from suite.version import __version__
+
+#: ``workflow`` and ``suite audit`` reach the selection through this module.
+__all__ = ["EVIDENCE_DIR", "LLM_RATE", "Candidate", "Selection", "build_tree", "llm_figure",
+           "loadgen_version", "packaged_tokens", "predicate", "refuse_if_empty", "select_runs",
+           "source_pointer", "tree_scenario", "truncate_accuracy_log", "write_evidence"]
 
 _PERF_FILES = ("mlperf_log_detail.txt", "mlperf_log_summary.txt")
 _ACC_FILES = ("mlperf_log_detail.txt", "mlperf_log_summary.txt")
-
-
-@dataclass
-class Candidate:
-    run: RunResult
-    run_dir: Path
-    value: float
-    passes: bool
-
-
-@dataclass
-class Selection:
-    chosen: dict[tuple[str, str], Candidate] = field(default_factory=dict)
-    refused: list[str] = field(default_factory=list)
-
-
-def select_runs(runs_dir: Path, rules: RuleSet, *, unofficial: bool) -> Selection:
-    """The best run per (benchmark, scenario), and why every other run was refused."""
-    selection = Selection()
-    pool: dict[tuple[str, str], list[Candidate]] = {}
-    for run_dir in sorted(p for p in runs_dir.iterdir() if p.is_dir()) \
-            if runs_dir.is_dir() else []:
-        why, candidate = _candidate(run_dir, rules, unofficial)
-        if candidate is None:
-            if why:
-                selection.refused.append(f"{run_dir.name}: {why}")
-            continue
-        if why:
-            selection.refused.append(f"{run_dir.name}: {why} (packaged anyway: --unofficial)")
-        pool.setdefault((candidate.run.benchmark, candidate.run.scenario), []).append(candidate)
-    for key, candidates in pool.items():
-        is_latency = SPECS[Scenario(key[1])].is_latency
-        # passing runs first, then the best metric, then the newest run
-        selection.chosen[key] = max(candidates, key=lambda c: (
-            c.passes, -c.value if is_latency else c.value, c.run.run_id))
-    return selection
-
-
-def _candidate(run_dir: Path, rules: RuleSet, unofficial: bool) -> tuple[str, Candidate | None]:
-    try:
-        run = RunResult.load(run_dir / "result.json")
-    except (OSError, ValueError) as exc:
-        return f"no usable result.json ({exc})", None
-    if run.compliance is not None:
-        return "", None  # not a candidate: packaged as its reference run's TESTxx/
-    modes = {t.mode: t for t in run.tests}
-    perf = modes.get("performance")
-    if perf is None or "accuracy" not in modes:
-        return "needs both a performance and an accuracy test (--mode all)", None
-    if run.status in (Status.FAILED, Status.INTERRUPTED):
-        return f"the run {run.status.value}", None
-    if run.round != rules.round:
-        return f"ran under round {run.round}, packaging {rules.round}", None
-    reasons = [] if run.status is Status.VALID else [f"the run is {run.status.value}"]
-    reasons += [r for r in run.non_submittable_reasons if r not in reasons]
-    report = check_path(run_dir, rules)
-    failed = sorted({f.rule for r in report.results for f in r.findings
-                     if f.severity.value == "error"})
-    if failed:
-        reasons.append("fails " + ", ".join(failed))
-    value = perf.performance.metric_value if perf.performance else None
-    passes = not reasons
-    if not passes and not unofficial:
-        return "; ".join(reasons), None
-    return "; ".join(reasons), Candidate(run, run_dir, value or 0.0, passes)
 
 
 def truncate_accuracy_log(data: bytes, keep: int) -> bytes:
@@ -158,8 +111,12 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
                                          scenario=tree_scenario(bench.loadgen_model, scenario))
         _result_dir(root / rel, cand, paths, sub, benchmark, precision)
         write_evidence(root / EVIDENCE_DIR / rel, cand)
+        accuracy = next((t.accuracy for t in cand.run.tests if t.mode == "accuracy"), None)
         extras[rel] = {"run_id": cand.run.run_id, "model_sha256": cand.run.model_sha256,
-                       "created_utc": cand.run.created_utc, "backend": cand.run.backend}
+                       "created_utc": cand.run.created_utc, "backend": cand.run.backend,
+                       # the run's own verdict (an LLM's includes its token bounds); no
+                       # accuracy record is no pass
+                       "accuracy_passed": accuracy is not None and accuracy.passed}
         tokens = packaged_tokens(root, rel)
         if tokens:
             extras[rel]["tokens"] = tokens
@@ -171,34 +128,10 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
     return extras
 
 
-def tree_scenario(loadgen_model: str, scenario: str) -> str:
-    """The scenario directory: LoadGen runs Interactive as Server under a LoadGen model
-    named ``*-interactive`` (``suite.llm.conf``); the tree names it ``Interactive``."""
-    from suite.llm.card import INTERACTIVE_SUFFIX
-
-    scen = Scenario(scenario)
-    if scen is Scenario.SERVER and loadgen_model.endswith(INTERACTIVE_SUFFIX):
-        return "Interactive"
-    return scen.loadgen_name
-
-
 def packaged_tokens(tree: Path, result_id: str) -> dict[str, float]:
     """The token metrics of a packaged result's detail log (empty: not an LLM result)."""
     path = tree / result_id / "performance" / "run_1" / "mlperf_log_detail.txt"
     return token_metrics(parse_detail_log(path)) if path.is_file() else {}
-
-
-#: An LLM result's published figure per scenario directory: Offline's tokens/s, Server's and
-#: Interactive's completed tokens/s (the official checker's LLM result fields).
-LLM_RATE = {"Offline": ("tokens_per_second", "tokens/s"),
-            "Server": ("completed_tokens_per_second", "completed tokens/s"),
-            "Interactive": ("completed_tokens_per_second", "completed tokens/s")}
-
-
-def llm_figure(scenario: str, tokens: dict[str, float]) -> tuple[str, float] | None:
-    """(metric name, value) an LLM result is compared by; None without token metrics."""
-    key, name = LLM_RATE.get(scenario, ("", ""))
-    return (name, tokens[key]) if key in tokens else None
 
 
 #: Beside the official tree: what an auditor needs to recompute and replay each result.
@@ -245,7 +178,10 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
             shutil.copyfile(perf / name, out / name)
     input_dtype, weights = _model_files(paths, benchmark)
     (out / "measurements.json").write_text(json.dumps({
-        "input_data_types": input_dtype, "retraining": "No",
+        "input_data_types": input_dtype,
+        # "No" only where the run recorded the reference weights (the closed division, by
+        # the model file's hash); otherwise the submitter states it and the checker asks
+        "retraining": "No" if cand.run.division == "closed" else "",
         "starting_weights_filename": weights,
         # what the backend recorded for this run, never a default
         "weight_data_types": precision.weight_data_types,
@@ -258,7 +194,8 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
     attempts = _copy_compliance(cand, out, sub, precision)
     if attempts:
         with (out / "README.md").open("a") as readme:
-            readme.write("\nCompliance attempts (all of them; the newest is packaged):\n\n")
+            readme.write("\nCompliance attempts (all of them; the newest passing one is "
+                         "packaged):\n\n")
             readme.writelines(f"- {line}\n" for line in attempts)
 
 
@@ -274,39 +211,21 @@ def _model_files(paths: Paths, benchmark: str) -> tuple[str, str]:
     return card.input.dtype, card.model.onnx_file
 
 
-def _compliance_runs(cand: Candidate) -> dict[str, list[RunResult]]:
-    """Compliance runs made against this run (or its benchmark/scenario/backend), oldest
-    first, by test."""
-    found: dict[str, list[RunResult]] = {}
-    for path in sorted(cand.run_dir.parent.glob("*/result.json")):
-        try:
-            other = RunResult.load(path)
-        except (OSError, ValueError):
-            continue
-        comp = other.compliance
-        if comp is None or (other.benchmark, other.scenario, other.backend) != (
-                cand.run.benchmark, cand.run.scenario, cand.run.backend):
-            continue
-        found.setdefault(comp.test, []).append(other)
-    for runs in found.values():  # runs against exactly this reference come last (newest)
-        runs.sort(key=lambda r: (r.compliance is not None
-                                 and r.compliance.reference_run == str(cand.run_dir), r.run_id))
-    return found
-
-
 def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
                      precision: Precision) -> list[str]:
-    """Copy the newest attempt of each compliance test into ``<result>/TESTxx/``."""
+    """Copy the attempt ``selection`` chose for each compliance test (the newest that
+    passed) into ``<result>/TESTxx/``; a test with no passing attempt gets no directory
+    (only ``--unofficial`` packages such a run, and the checker then names the test).
+    Returns a README line per attempt, saying which one was packaged."""
     lines = []
-    for test, runs in sorted(_compliance_runs(cand).items()):
-        newest = runs[-1]
-        if recorded_precision(newest) != precision:  # another computation than the result's
+    for test, chosen in sorted(cand.compliance.items()):
+        if recorded_precision(chosen) != precision:  # another computation than the result's
             raise PackageError(
-                f"{newest.run_dir}: the {test} run recorded "
-                f"{recorded_precision(newest).weight_data_types}, the result it audits "
+                f"{chosen.run_dir}: the {test} run recorded "
+                f"{recorded_precision(chosen).weight_data_types}, the result it audits "
                 f"{precision.weight_data_types}",
                 hint=f"re-run {test} against the packaged run (suite run --compliance {test})")
-        source, target = Path(newest.run_dir), out / test
+        source, target = Path(chosen.run_dir), out / test
         refuse_links(source)
         (target / "performance" / "run_1").mkdir(parents=True)
         for name in _PERF_FILES:
@@ -327,11 +246,16 @@ def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
             for name in ("baseline_accuracy.txt", "compliance_accuracy.txt"):
                 if (source / "accuracy" / name).is_file():
                     shutil.copyfile(source / "accuracy" / name, target / "accuracy" / name)
+    for test, runs in sorted(cand.attempts.items()):
         for run in runs:
             comp = run.compliance
             assert comp is not None
             verdicts = ", ".join(f"{k}: {v}" for k, v in comp.verdicts.items())
-            lines.append(f"{test} attempt {comp.attempt} `{run.run_id}`: {verdicts}")
+            packaged = " (packaged)" if cand.compliance.get(test) is run else ""
+            lines.append(f"{test} attempt {comp.attempt} `{run.run_id}`: "
+                         f"{'PASS' if comp.passed else 'FAIL'}; {verdicts}{packaged}")
+        if test not in cand.compliance:
+            lines.append(f"{test}: no attempt passed; none is packaged")
     return lines
 
 
@@ -344,13 +268,13 @@ def predicate(report: CheckReport, extras: dict[str, dict[str, Any]], *, unoffic
         tokens = extra.get("tokens") or {}
         # an LLM result is published by its tokens/s (the checker's own figure is samples/s)
         metric, value = llm_figure(res.scenario, tokens) or (res.metric, res.value)
+        met, met_from = accuracy_verdict(res, extra)
         results.append({
             "result": res.id, "benchmark": res.benchmark, "scenario": res.scenario,
             "metric": metric, "value": value, "valid": res.valid,
             **({"tokens": tokens} if tokens else {}),
             "accuracy": res.accuracy, "accuracy_target": res.accuracy_target,
-            "accuracy_met": res.accuracy is not None and res.accuracy_target is not None
-            and res.accuracy >= res.accuracy_target,
+            "accuracy_met": met, "accuracy_met_from": met_from,
             "failed_rules": sorted({f.rule for f in res.findings if f.severity == "error"}),
             "round": report.round, "loadgen_version": extra.get("loadgen_version"),
             "model_sha256": extra.get("model_sha256"), "run_id": extra.get("run_id"),
@@ -363,16 +287,21 @@ def predicate(report: CheckReport, extras: dict[str, dict[str, Any]], *, unoffic
             "results": results}
 
 
+def accuracy_verdict(res: ResultReport, extra: dict[str, Any]) -> tuple[bool, str]:
+    """(accuracy met, from what): the re-check of ``accuracy.txt`` (every target and upper
+    limit of the round: no ``ACC-TARGET`` finding) and, where the run is known, its own
+    recorded verdict too (an LLM's includes its tokens-per-sample bounds)."""
+    checked = (res.accuracy is not None and res.accuracy_target is not None
+               and res.accuracy >= res.accuracy_target
+               and not any(f.rule == RuleId.ACC_TARGET for f in res.findings))
+    if "accuracy_passed" not in extra:  # `suite sign` of a tree: no run record at hand
+        return checked, "accuracy.txt (suite check)"
+    return checked and bool(extra["accuracy_passed"]), "run record and accuracy.txt"
+
+
 def loadgen_version(tree: Path, result_id: str) -> str | None:
     from suite.checker.context import read_detail_log
 
     log = read_detail_log(tree / result_id / "performance/run_1/mlperf_log_detail.txt")
     value = log.get("loadgen_version") if log is not None else None
     return str(value) if value is not None else None
-
-
-def refuse_if_empty(selection: Selection) -> None:
-    if not selection.chosen:
-        raise SuiteError("no run can be packaged:\n  " + "\n  ".join(
-            selection.refused or ["runs/ holds no run directories"]),
-            hint="run `suite run --mode all` without --quick, or pass --unofficial to test")

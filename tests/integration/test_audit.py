@@ -5,6 +5,7 @@ step that should catch them. Real LoadGen runs, real Ed25519 signatures."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tarfile
@@ -12,9 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
+from tests.support.submission_fixtures import SYSTEM_TOML
 
 PASS = {"SUITE_KEY_PASSPHRASE": "audit-test-passphrase"}
+# Step 6 compares the bundle's system with this machine, and a field neither side can state
+# is a finding (issue 28): the bundle states a CPU-only box (SYSTEM_TOML) and the audit's
+# probe answers through an NVML that sees no device, as on a machine without a GPU.
+NO_GPU = {"PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "support" / "fake_nvml"),
+                                         str(REPO)])}
 STEADY = "tests.support.fault_backends:SteadyBackend"
 SS = ["--scenario", "singlestream", "--quick", "--set", "loadgen.expected_latency_ms=8",
       "--set", "loadgen.min_duration_ms=1500", "--backend", STEADY]
@@ -36,9 +43,11 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         proc = run_cli("run", *args, "--runs-dir", str(runs))
         assert proc.returncode in (0, 2), proc.stdout + proc.stderr
     assert run_cli("keygen", "--out", str(keys), **PASS).returncode == 0
+    (base / "system.toml").write_text(SYSTEM_TOML)
     proc = run_cli("package", "--submitter", "Acme", "--system", "box1", "--unofficial",
                    "--runs-dir", str(runs), "--out-dir", str(out), "--key",
-                   str(keys / "signing.key"), **PASS)
+                   str(keys / "signing.key"), "--system-config", str(base / "system.toml"),
+                   **PASS)
     assert proc.returncode in (0, 2), proc.stdout + proc.stderr
     [tarball] = list(out.glob("*.tar.gz"))
     return {"bundle": tarball, "tree": out / tarball.name.removesuffix(".tar.gz"),
@@ -52,7 +61,8 @@ def _audit(bundle: Path, pub: Path, tmp: Path, *args: str, allow: bool = True,
     report = tmp / "audit.json"
     allowed = ["--allow-backend", STEADY] if allow else []
     proc = run_cli("audit", str(bundle), "--key", str(pub), "--out", str(report),
-                   "--runs-dir", str(tmp / "audit_runs"), *allowed, *args, timeout=900, **env)
+                   "--runs-dir", str(tmp / "audit_runs"), *allowed, *args, timeout=900,
+                   **(NO_GPU | env))
     assert report.is_file(), proc.stdout + proc.stderr
     return proc.returncode, json.loads(report.read_text())
 

@@ -1,8 +1,10 @@
-"""The network division in packaging: decided by the runs' records (issue 16).
+"""The network division in packaging: decided by the runs' records (issues 16 and 28).
 
-One package of a real remote run (a real MLServer on loopback) into ``network/``, checked
-by ``suite check``; the closed division is refused for it. The unit tests on recorded
-results are in tests/unit/submission/test_network.py.
+A real remote run against a real MLServer on loopback is no network SUT (the server is on
+LoadGen's host): its record says ``server_location = "loopback"``, it packages into
+``closed/`` like a local run, and ``--division network`` refuses it in one line. The
+unit tests on recorded results (remote hosts included) are in
+tests/unit/submission/test_network.py.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from tests.support.remote_fixtures import missing, serving
 from tests.unit.submission.test_network import USER
 
 
-def test_a_remote_run_packages_into_the_network_division(tmp_path: Path) -> None:
+def test_a_loopback_remote_run_packages_as_closed_not_network(tmp_path: Path) -> None:
     if (why := missing()) is not None:
         pytest.skip(why)
     from suite.models import load_card
@@ -36,15 +38,18 @@ def test_a_remote_run_packages_into_the_network_division(tmp_path: Path) -> None
     common = ["package", "--submitter", "ORG", "--system", "box", "--runs-dir", str(runs),
               "--out-dir", str(out), "--key", str(keys / "signing.key"), "--unofficial",
               "--system-config", str(system)]
-    refused = run_cli(*common, "--division", "closed", **env)
-    assert refused.returncode == 1 and "use --division network" in refused.stderr
-    done = run_cli(*common, "--division", "network", **env)
+    [record] = [json.loads(p.read_text()) for p in runs.glob("*/result.json")]
+    details = record["tests"][0]["backend"]["details"]
+    assert details["server_location"] == "loopback" and "division" not in details
+    assert "127.0.0.1 -> 127.0.0.1: this host" in details["server_location_from"]
+    refused = run_cli(*common, "--division", "network", **env)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "the network division needs the SUT on another host" in refused.stderr
+    done = run_cli(*common, "--division", "closed", **env)
     assert done.returncode == 0, done.stdout + done.stderr
-    description = json.loads((out / "network_ORG_box/network/ORG/systems/box.json").read_text())
-    assert description["is_network"] == "true"
-    assert description["network_protocol"] == "grpc"
-    assert description["net_software_stack_sut"].startswith("mlserver ")
-    report = run_cli("check", str(out / "network_ORG_box"), "--json")
+    description = json.loads((out / "closed_ORG_box/closed/ORG/systems/box.json").read_text())
+    assert "is_network" not in description
+    report = run_cli("check", str(out / "closed_ORG_box"), "--json")
     findings = [f["rule"] for r in json.loads(report.stdout)["results"] for f in r["findings"]]
     assert "SYS-NETWORK" not in findings, findings
 

@@ -18,6 +18,8 @@ import pytest
 from tests.conftest import run_cli
 
 PASSPHRASE = "correct horse battery staple"
+#: What a submitter of a CPU-only box writes: the probe fills none of number_of_nodes (never
+#: probed) or the accelerator fields (no NVML here) with a value of its own.
 SYSTEM_TOML = """\
 [system]
 status = "available"
@@ -29,6 +31,13 @@ host_networking = "none"
 host_networking_topology = "N/A"
 cooling = "air"
 host_network_card_count = "1"
+number_of_nodes = "1"
+accelerators_per_node = "0"
+accelerator_model_name = "N/A"
+accelerator_memory_capacity = "N/A"
+accelerator_host_interconnect = "N/A"
+accelerator_interconnect = "N/A"
+accelerator_memory_configuration = "N/A"
 """
 
 

@@ -1,8 +1,9 @@
-"""The network division in packaging: decided by the runs' records (issue 16).
+"""The network division in packaging: decided by the runs' records (issues 16 and 28).
 
-Unit tests on recorded results: the records decide the division and fill the network
-fields they know; the user fills the rest. One package of a real remote run is in
-tests/integration/test_package_network.py.
+Unit tests on recorded results: the records decide the division (a remote run is a
+network SUT only when its servers were on another host; one on loopback packages as
+closed or open) and fill the network fields they know; the user fills the rest. One
+package of a real remote run is in tests/integration/test_package_network.py.
 """
 
 from __future__ import annotations
@@ -26,17 +27,27 @@ USER = {"network_type": "Ethernet", "network_media": "loopback", "network_rate":
         "number_nic_sut": "1", "network_topology": "one host"}
 
 
-def _run(name: str, remote: bool) -> RunResult:
-    details = ({"division": "network", "client": "tritonclient 2.73.0",
-                "endpoint0": "grpc://127.0.0.1:1 grpc server=mlserver 1.7.1",
-                "endpoint1": "grpc://127.0.0.1:2 grpc server=mlserver 1.7.1"}
-               if remote else {})
+def _run(name: str, remote: bool, location: str | None = "remote",
+         division: str = "closed") -> RunResult:
+    """A run's record; ``remote``: the remote backend's, its servers at ``location``
+    (None: an older record, made before the location was recorded)."""
+    details: dict[str, str] = {}
+    if remote:
+        details = {"client": "tritonclient 2.73.0",
+                   "endpoint0": "grpc://10.0.0.2:1 grpc server=mlserver 1.7.1",
+                   "endpoint1": "grpc://10.0.0.3:2 grpc server=mlserver 1.7.1"}
+        if location is not None:
+            details |= {"server_location": location,
+                        "server_location_from": f"10.0.0.2 -> 10.0.0.2: {location}"}
+        if location in ("remote", None):  # older records said network for every remote run
+            details["division"] = "network"
     backend = {"name": "remote" if remote else "onnxruntime",
                "version": "mlserver 1.7.1" if remote else "1.20", "details": details}
     return RunResult.model_validate({
         "run_id": name, "run_dir": f"/runs/{name}", "created_utc": "x", "benchmark": "digits",
         "scenario": "offline", "mode": "all", "backend": backend["name"], "round": "v6.1",
-        "model_sha256": "0" * 64, "submittable": True, "non_submittable_reasons": [],
+        "model_sha256": "0" * 64, "division": division, "submittable": True,
+        "non_submittable_reasons": [],
         "status": "VALID", "exit_code": 0,
         "tests": [{"mode": "performance", "directory": "performance", "status": "VALID",
                    "exit_code": 0, "backend": backend}]})
@@ -52,6 +63,32 @@ def test_the_records_decide_the_division() -> None:
         network_division([local], "network")
     with pytest.raises(PackageError, match="cannot be one system"):
         network_division([remote, local], "network")
+
+
+def test_a_loopback_remote_run_is_no_network_sut() -> None:
+    loopback = _run("a", True, "loopback")
+    # packaged like a local run, with the local runs if need be
+    assert network_division([loopback], "closed") is False
+    assert network_division([loopback, _run("b", False)], "open") is False
+    with pytest.raises(PackageError, match=r"servers were not on another host "
+                       r"\(server_location: loopback\): the network division needs the SUT "
+                       "on another host than LoadGen"):
+        network_division([loopback], "network")
+
+
+@pytest.mark.parametrize("location", [None, "mixed", "unknown"])
+def test_a_remote_run_whose_record_does_not_say_where_is_refused(location: str | None) -> None:
+    run = _run("a", True, location)
+    for division in ("closed", "network"):
+        with pytest.raises(PackageError, match="server_location"):
+            network_division([run], division)
+
+
+def test_an_open_run_is_refused_for_the_closed_division() -> None:
+    run = _run("a", False, division="open")
+    assert network_division([run], "open") is False
+    with pytest.raises(PackageError, match="recorded the open division"):
+        network_division([run], "closed")
 
 
 def test_the_records_fill_what_they_know_and_the_user_the_rest() -> None:
