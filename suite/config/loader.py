@@ -52,7 +52,8 @@ from suite.config.model import LoadGenConfig as LoadGenConfig
 from suite.config.model import RunConfig as RunConfig
 from suite.config.model import SutConfig as SutConfig
 from suite.config.model import _Section
-from suite.config.rules import DEFAULT_ROUND, RuleSet, load_rules
+from suite.config.rules import DEFAULT_ROUND, RuleSet, available_rounds, load_rules
+from suite.config.toml import decode_utf8, parse_toml
 from suite.errors import ConfigError
 from suite.paths import Paths
 from suite.scenarios import Mode, Scenario
@@ -163,6 +164,17 @@ def _absolute_paths(data: DataConfig, paths: Paths) -> DataConfig:
     })
 
 
+def every_round_benchmark(paths: Paths) -> tuple[str, ...]:
+    """The benchmark names of every round's rules file (``run_rules/v*.toml``)."""
+    names: dict[str, None] = {}
+    for round_name in available_rounds(paths):
+        if round_name.startswith("v"):  # only the names: the run's own round is validated
+            path = paths.run_rules / f"{round_name}.toml"
+            data = parse_toml(decode_utf8(path.read_bytes(), str(path)), str(path))
+            names.update(dict.fromkeys(data.get("benchmarks", {})))
+    return tuple(names)
+
+
 def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSet]:
     """Resolve ``request`` into a ``RunConfig`` (and the round's ``RuleSet``).
 
@@ -178,7 +190,9 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
     # stage reads the benchmark's and scenario's rules from the config.
     run_rules = rules.resolve(request.benchmark, scenario)
     backend_class(request.backend)  # unknown backend fails here, with a suggestion
-    ctx = TableContext(request.benchmark, scenario, tuple(rules.benchmarks))
+    # The scenario files serve every round: a benchmark of any round's rules is known there
+    # (llama2-70b-99 is v6.0's only); a name in none of them is a typo.
+    ctx = TableContext(request.benchmark, scenario, every_round_benchmark(paths))
     keys = KnownKeys(request.backend)
 
     rules_source = f"run_rules/{rules.round}.toml"

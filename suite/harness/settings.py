@@ -157,9 +157,6 @@ def write_settings(
             elif line.value != fixed_values[line.source_key]:  # a raised minimum, --quick's
                 user.append(f"# {line.source_key} from {source}")
                 user.append(text)
-            elif line.value != fixed_values[line.source_key]:  # a raised minimum, --quick's
-                user.append(f"# {line.source_key} from {source}")
-                user.append(text)
         else:
             user.append(f"# {line.source_key} from {source}")
             user.append(text)
