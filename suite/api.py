@@ -85,18 +85,22 @@ def verify(bundle: Path, public_key: Path) -> Verification:
 def audit(bundle: Path, public_key: Path, *, rerun: str | None = None,
           tolerance: float = 0.02, runs_dir: Path | None = None,
           say: Callable[[str], None] = lambda message: None,
-          paths: Paths | None = None, allow_backends: tuple[str, ...] = ()) -> AuditReport:
+          paths: Paths | None = None, allow_backends: tuple[str, ...] = (),
+          dataset_path: str = "", model_path: str = "") -> AuditReport:
     """Verify, re-check, recompute and (``rerun``) replay a signed bundle's claims.
 
     A replay runs the suite's own backends only, and any ``module:Class`` backend the
-    auditor lists in ``allow_backends``: never code a bundle merely names."""
+    auditor lists in ``allow_backends``: never code a bundle merely names. A round LLM's
+    accuracy is re-scored from the auditor's ``dataset_path`` (its sha256 must be the
+    run's) with the tokenizer in ``model_path``."""
     from suite.audit import audit as run_audit
+    from suite.audit.inputs import AuditData
 
     paths = paths or find_paths()
     with tempfile.TemporaryDirectory(prefix="suite-audit-") as work:
         return run_audit(bundle, public_key, paths, Path(work) / "tree",
                          (runs_dir or paths.runs / "audit").resolve(), rerun, tolerance, say,
-                         frozenset(allow_backends))
+                         frozenset(allow_backends), AuditData(dataset_path, model_path))
 
 
 @dataclass

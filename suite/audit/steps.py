@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from suite.audit.inputs import AuditData
 from suite.audit.report import AuditReport
 from suite.audit.system_step import system_step
 from suite.backends import BUILTIN
@@ -39,9 +40,12 @@ _HASH = re.compile(r"^hash=([0-9a-f]{64})$")
 
 def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir: Path,
           rerun: str | None = None, tolerance: float = 0.02, say: Say = lambda m: None,
-          allow_backends: frozenset[str] = frozenset()) -> AuditReport:
+          allow_backends: frozenset[str] = frozenset(), inputs: AuditData | None = None
+          ) -> AuditReport:
     """Run the audit; ``work_dir`` receives a private copy of the bundle and the
-    extracted tree (it must be empty). Never raises: every failure is a failed check."""
+    extracted tree (it must be empty). ``inputs``: the auditor's copies of a round LLM's
+    dataset file and model directory. Never raises: every failure is a failed check."""
+    inputs = inputs or AuditData()
     work_dir.mkdir(parents=True, exist_ok=True)
     # One read of the bundle; every later step reads this private copy only, and the
     # extraction re-hashes each file against the digests that verification returned.
@@ -76,7 +80,7 @@ def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir
     say("step 3: recomputing accuracy")
     for claim in results:
         with step(report, 3, f"accuracy of {claim.get('result')}"):
-            _accuracy(report, tree, paths, claim)
+            _accuracy(report, tree, paths, claim, inputs)
     chosen: list[dict[str, Any]] = []
     with step(report, 4, "choice of results to replay"):
         chosen = _choose(results, rerun, report.bundle_sha256)
@@ -85,11 +89,12 @@ def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir
         replay = None
         report.reran.append(claim["result"])
         with step(report, 4, f"replay of {claim['result']}"):
-            replay = _replay(report, tree, paths, claim, runs_dir, tolerance, allow_backends)
+            replay = _replay(report, tree, paths, claim, runs_dir, tolerance, allow_backends,
+                             inputs)
         if replay is not None:
             say(f"step 5: compliance tests for {claim['result']}")
             with step(report, 5, f"compliance tests of {claim['result']}"):
-                _compliance(report, tree, paths, claim, replay, runs_dir)
+                _compliance(report, tree, paths, claim, replay, runs_dir, inputs)
     if not chosen and not rerun:
         report.add(4, "replay on this machine", True, ["not requested (--rerun)"], "skipped")
     if not any(c.step == 5 for c in report.checks):  # the steps are numbered without gaps
@@ -190,7 +195,8 @@ def _run_info(tree: Path, result: str) -> dict[str, Any]:
     return info
 
 
-def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]) -> None:
+def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
+              data: AuditData) -> None:
     from suite import datasets
     from suite.accuracy import decode_accuracy_log
     from suite.llm.card import is_llm_benchmark
@@ -201,7 +207,7 @@ def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, An
     try:
         info = _run_info(tree, result)
         if is_llm_benchmark(paths, str(info["benchmark"])):
-            _llm_accuracy(report, tree, paths, claim, info)
+            _llm_accuracy(report, tree, paths, claim, info, data)
             return
         log = tree / "evidence" / result / "mlperf_log_accuracy.json"
         lines = (tree / result / "accuracy" / "accuracy.txt").read_text().splitlines()
@@ -231,13 +237,14 @@ def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, An
 
 
 def _llm_accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
-                  info: dict[str, Any]) -> None:
+                  info: dict[str, Any], data: AuditData) -> None:
     """ROUGE and tokens per sample, recomputed from the full accuracy log (``suite.llm.audit``)."""
     from suite.llm.audit import recompute_accuracy
 
     result = claim["result"]
     try:
-        passed, evidence, found = recompute_accuracy(tree, paths, result, info, claim)
+        passed, evidence, found = recompute_accuracy(tree, paths, result, info, claim,
+                                                     data.dataset_path, data.model_path)
     except (OSError, StopIteration, KeyError, ValueError, SyntaxError, SuiteError) as exc:
         report.add(3, f"accuracy of {result}", False, [f"cannot recompute: {exc}"], result)
         return
@@ -268,7 +275,8 @@ def _choose(results: list[dict[str, Any]], rerun: str | None, seed: str) -> list
     return chosen
 
 
-def _replay_request(info: dict[str, Any], runs_dir: Path, **extra: Any) -> Any:
+def _replay_request(info: dict[str, Any], runs_dir: Path, data: AuditData,
+                    **extra: Any) -> Any:
     from suite.config.loader import ConfigRequest
 
     config = info["config"]
@@ -278,11 +286,13 @@ def _replay_request(info: dict[str, Any], runs_dir: Path, **extra: Any) -> Any:
              for k, v in config["backend_options"].items()]
     return ConfigRequest(benchmark=info["benchmark"], scenario=info["scenario"],
                          backend=info["backend"], round=info["round"], quick=config["quick"],
-                         sets=sets, runs_dir=runs_dir, use_tuned=False, **extra)
+                         sets=sets, runs_dir=runs_dir, use_tuned=False, flags=data.flags(),
+                         **extra)
 
 
 def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
-            runs_dir: Path, tolerance: float, allow_backends: frozenset[str]) -> Path | None:
+            runs_dir: Path, tolerance: float, allow_backends: frozenset[str],
+            data: AuditData) -> Path | None:
     from suite.harness.run import run
     from suite.llm.card import card_name, is_llm_benchmark, load_llm_card, verify_weights
     from suite.models import load_card, verify_model_file
@@ -311,7 +321,7 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
             f"({info['model_sha256']}); a replay would measure another computation"],
             "refused")
         return None
-    replay = run(_replay_request(info, runs_dir, mode="all"))
+    replay = run(_replay_request(info, runs_dir, data, mode="all"))
     test = next((t for t in replay.tests if t.mode == "performance"), None)
     perf = test.performance if test else None
     measured = perf.metric_value if perf else None
@@ -360,14 +370,15 @@ def _claimed_validity(tree: Path, result: str) -> str:
 
 
 def _compliance(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
-                replay: Path, runs_dir: Path) -> None:
+                replay: Path, runs_dir: Path, data: AuditData) -> None:
     from suite.config.rules import load_rules
     from suite.harness.run import run
 
     info = _run_info(tree, claim["result"])
     tests = load_rules(paths, info["round"]).benchmark(info["benchmark"]).compliance_tests
     for test in tests:
-        outcome = run(_replay_request(info, runs_dir, compliance=test, reference=replay))
+        outcome = run(_replay_request(info, runs_dir, data, compliance=test,
+                                      reference=replay))
         comp = outcome.compliance
         passed = comp is not None and comp.passed
         verdicts = ", ".join(f"{k}: {v}" for k, v in comp.verdicts.items()) if comp else (

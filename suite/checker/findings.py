@@ -178,6 +178,8 @@ class ResultReport(BaseModel):
     metric: str | None = None
     value: float | None = None
     accuracy: float | None = None
+    #: the round's name of ``accuracy`` (the checker's first target: acc, ROUGE1, mAP...)
+    accuracy_metric: str | None = None
     accuracy_target: float | None = None
     valid: bool = True
     findings: list[Finding] = []

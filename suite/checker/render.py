@@ -19,7 +19,9 @@ def render(report: CheckReport, console: Console) -> None:
         table.add_column(column)
     for res in report.results:
         value = "-" if res.value is None else f"{res.value:,.3f}"
-        acc = "-" if res.accuracy is None else f"{res.accuracy:.3f} (≥{res.accuracy_target})"
+        name = f"{res.accuracy_metric} " if res.accuracy_metric else ""
+        acc = "-" if res.accuracy is None else (
+            f"{escape(name)}{res.accuracy:.3f} (≥{res.accuracy_target})")
         verdict = "[green]PASS[/]" if res.valid else "[red]FAIL[/]"
         table.add_row(escape(res.id), escape(res.metric or "-"), value, acc, verdict)
     console.print(table)

@@ -257,14 +257,14 @@ def _check_result(ctx: ResultContext, report: CheckReport) -> None:
         check_power(ctx)
     parts = ctx.result_id.split("/")
     tree = ctx.tree_mode and len(parts) >= 6
-    target = next(iter(ctx.model.targets_for(ctx.dir_scenario).values()), None) \
-        if ctx.model else None
+    targets = ctx.model.targets_for(ctx.dir_scenario) if ctx.model else {}
+    accuracy_metric, target = next(iter(targets.items()), (None, None))
     report.results.append(ResultReport(
         id=ctx.result_id, division=ctx.division if tree else None,
         submitter=parts[1] if tree else None, system=parts[3] if tree else None,
         benchmark=ctx.benchmark, scenario=ctx.dir_scenario or
         ctx.result_id.rsplit("/", 1)[-1], metric=metric, value=value, accuracy=accuracy,
-        accuracy_target=target, findings=ctx.findings))
+        accuracy_metric=accuracy_metric, accuracy_target=target, findings=ctx.findings))
     report.rules_evaluated.extend(ctx.evaluated)
 
 

@@ -95,8 +95,8 @@ def run_notes(results: Iterable[RunResult]) -> list[str]:
         if result.compliance is not None:
             comp = result.compliance
             verdicts = ", ".join(f"{file}: {v}" for file, v in comp.verdicts.items())
-            lines.append(f"{name} {comp.test} attempt {comp.attempt} against "
-                         f"{comp.reference_run}: {verdicts}")
+            against = f" against {comp.reference_run}" if comp.reference_run else ""
+            lines.append(f"{name} {comp.test} attempt {comp.attempt}{against}: {verdicts}")
         if result.division == "open":
             lines.append(f"{name}: OPEN DIVISION: {result.division_reason}")
         reasons = [r for r in result.non_submittable_reasons if not r.startswith("the run is")]

@@ -71,9 +71,10 @@ def engine_command(engine: str, python: str, model_dir: Path, name: str, host: s
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     if engine == "vllm":
         env.update({"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")})
-        return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir.resolve()),
-                "--served-model-name", name, "--host", host, "--port", str(port),
-                "--dtype", "float32", "--max-model-len", str(max_model_len)], env
+        return [python, "-m", "vllm.entrypoints.openai.api_server", "--model",
+                str(model_dir.resolve()), "--served-model-name", name, "--host", host,
+                "--port", str(port), "--dtype", "float32",
+                "--max-model-len", str(max_model_len)], env
     if engine == "transformers":
         # transformers 5's console script is transformers.cli.transformers:main.
         return [python, "-c", "import sys; from transformers.cli.transformers import main; "

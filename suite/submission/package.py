@@ -150,6 +150,8 @@ def write_evidence(out: Path, cand: Candidate) -> None:
         "run_id": cand.run.run_id, "benchmark": cand.run.benchmark,
         "scenario": cand.run.scenario, "backend": cand.run.backend, "round": cand.run.round,
         "model_sha256": cand.run.model_sha256, "config": config,
+        # the dataset file the run read (a round LLM's: its sha256), for the audit's re-score
+        "dataset": cand.run.dataset,
     }, indent=2, sort_keys=True) + "\n")
     shutil.copyfile(cand.run_dir / "accuracy" / "mlperf_log_accuracy.json",
                     out / "mlperf_log_accuracy.json")
@@ -232,11 +234,16 @@ def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
             if (source / "performance" / name).is_file():
                 shutil.copyfile(source / "performance" / name,
                                 target / "performance" / "run_1" / name)
+        # TEST01/TEST04 write their verdicts at the run's top; TEST06 into TEST06/, beside
+        # its copy of the accuracy log (as the reference's run_verification.py does).
         for name in ("verify_accuracy.txt", "verify_performance.txt"):
-            if (source / name).is_file():
-                shutil.copyfile(source / name, target / name)
-        log = source / "accuracy" / "mlperf_log_accuracy.json"
-        if log.is_file():
+            for found in (source / name, source / test / name):
+                if found.is_file():
+                    shutil.copyfile(found, target / name)
+        log = next((f for f in (source / "accuracy" / "mlperf_log_accuracy.json",
+                                source / test / "mlperf_log_accuracy.json") if f.is_file()),
+                   None)
+        if log is not None:
             (target / "accuracy").mkdir()
             full = log.read_bytes()
             (target / "accuracy" / "mlperf_log_accuracy.json").write_bytes(

@@ -97,9 +97,9 @@ def engine_cnn_records(model_dir: Path, samples: int) -> list[dict[str, Any]]:
     and, as ``output``, the in-process greedy continuation with llama3.1-8b's stop rule
     (128 tokens, at least 1, tinylm's EOS), decoded by the exported tokenizer."""
     from suite.llm.card import load_llm_card
-    from suite.paths import find_paths
     from suite.llm.dataset import HFTokenizer
     from suite.llm.generation import GenerationConfig, TorchGenerationBackend, generate
+    from suite.paths import find_paths
 
     card = load_llm_card(find_paths(), "tinylm")
     tokenizer = HFTokenizer(model_dir / "tokenizer.json", card.tokenizer.eos_id)

@@ -27,9 +27,15 @@ from suite.cli.options import runs_dir_option
 @click.option("--allow-backend", "allow_backends", multiple=True, metavar="MODULE:CLASS",
               help="let a replay import this backend the bundle names (the suite's own "
               "backends need no permission); repeatable")
+@click.option("--dataset-path", type=click.Path(path_type=Path, exists=True),
+              help="a round LLM's official dataset file (llama3.1-8b, llama2-70b): step 3 "
+              "re-scores from it; its sha256 must be the one the run recorded")
+@click.option("--model-path", type=click.Path(path_type=Path, exists=True, file_okay=False),
+              help="the round LLM's model directory (its tokenizer.json)")
 def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: float,
                   runs_dir: Path | None, as_json: bool, out: Path | None,
-                  sign_key: Path | None, allow_backends: tuple[str, ...]) -> int:
+                  sign_key: Path | None, allow_backends: tuple[str, ...],
+                  dataset_path: Path | None, model_path: Path | None) -> int:
     """Audit a signed bundle: exit 0 when every check passes cleanly, 2 when one fails or
     when a pass accepted an unofficial bundle's known rule failures."""
     from rich.console import Console
@@ -40,7 +46,8 @@ def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: 
 
     err = Console(stderr=True, soft_wrap=True)
     report = audit(bundle, public_key, rerun=rerun, tolerance=tolerance, runs_dir=runs_dir,
-                   say=lambda m: err.print(escape(m)), allow_backends=allow_backends)
+                   say=lambda m: err.print(escape(m)), allow_backends=allow_backends,
+                   dataset_path=str(dataset_path or ""), model_path=str(model_path or ""))
     text = report.to_json()
     if out is not None:
         out.write_text(text + "\n")
