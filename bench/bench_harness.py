@@ -252,7 +252,7 @@ def measure_resnet50(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | No
     dataset, model = build_resnet50_workload(tmp / "resnet50")
     data = np.random.default_rng(0).standard_normal((16, 3, 224, 224), dtype=np.float32)
     sess = raw.session(model)
-    batch, _ = raw.best_batch(sess, data, [1, 4, 8], 3.0)
+    batch, _, swept = raw.best_batch_until_flat(sess, data, [1, 4, 8], 3.0, limit=128)
     raw_rates, ours, ratios = [], [], []
     for _ in range(args.repeats):
         raw_rates.append(raw.throughput(sess, data, batch, args.seconds * 3))
@@ -263,7 +263,9 @@ def measure_resnet50(args: argparse.Namespace, tmp: Path) -> dict[str, Any] | No
             tmp, benchmark="resnet50")
         ours.append(perf.metric_value)
         ratios.append(perf.metric_value / raw_rates[-1])
-    return {"raw_best_batch": batch, "raw_samples_per_s": stats(raw_rates),
+    return {"raw_best_batch": batch, "raw_batch_sweep": {str(b): round(r, 1)
+                                                         for b, r in swept.items()},
+            "raw_samples_per_s": stats(raw_rates),
             "offline_samples_per_s": stats(ours), "offline_ratio": stats(ratios)}
 
 

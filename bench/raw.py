@@ -66,6 +66,22 @@ def best_batch(sess: Any, data: npt.NDArray[Any], batches: list[int],
     return best, rates[best]
 
 
+def best_batch_until_flat(sess: Any, data: npt.NDArray[Any], batches: list[int],
+                         seconds: float, limit: int = 256) -> tuple[int, float, dict[int, float]]:
+    """``best_batch`` over ``batches``, then doubling past the largest while the rate still
+    rises by more than 3 % (up to ``limit``): the raw side's best, not the best of a range
+    that stopped while it was climbing. Returns (batch, rate, every batch's rate)."""
+    rates = {b: throughput(sess, data, b, seconds) for b in sorted(batches)}
+    batch = max(rates)
+    while batch * 2 <= limit:
+        rates[batch * 2] = throughput(sess, data, batch * 2, seconds)
+        if rates[batch * 2] < 1.03 * rates[batch]:
+            break
+        batch *= 2
+    best = max(rates, key=lambda b: rates[b])
+    return best, rates[best], rates
+
+
 def single_sample_p90_us(sess: Any, data: npt.NDArray[Any], seconds: float,
                          binding: bool = False) -> float:
     """p90 latency (µs) of one-sample ``sess.run`` calls, back to back.

@@ -97,8 +97,9 @@ class _Progress:
         if self.task is None:
             self.task = self.progress.add_task(self.label, total=expected)
         if self.status is None:
-            figures, warning = ("warming up" if warming_up(completed, elapsed)
-                                else f"{completed / elapsed:,.0f} samples/s"), ""
+            figures, warning = (f"{completed / elapsed:,.0f} samples/s"
+                                if not warming_up(completed, elapsed) else
+                                f"{completed:,} samples" if completed else "warming up"), ""
         else:
             figures, _, warning = describe(self.status).partition("  WARNING: ")
         text = f"{escape(self.label)} {escape(figures)}"

@@ -257,7 +257,8 @@ def describe(status: LiveStatus) -> str:
     """The progress line's figures for one beat (without the test's label); "warming up"
     until there is a rate, never a misleading 0 samples/s."""
     if warming_up(status.completed, status.elapsed_s):
-        text = "warming up"
+        # a test done within one beat (an accuracy pass) has a count but no rate
+        text = f"{status.completed:,} samples" if status.completed else "warming up"
         if status.backlog:
             text += f", {status.backlog:,} waiting"
     elif status.scenario.lower() != "server":

@@ -108,6 +108,7 @@ class LLMDataset:
                  cache_dir: Path | None = None) -> None:
         self.tokenizer: CharTokenizer | HFTokenizer
         self.sha256 = ""
+        self.checksum: dict[str, str] = {}
         if card.dataset.format != "tinylm-json":
             self._round(card, dataset_dir, model_path, cache_dir)
             return
@@ -151,6 +152,7 @@ class LLMDataset:
         records = round_data.load(self.path, spec.format, spec.prompt_field, spec.tokens_field,
                                   spec.reference_field, cache_dir)
         self.sha256 = records.sha256
+        self.checksum = round_data.downloader_checksum(self.path)
         self.prompts_text, self.references = records.prompts_text, records.references
         tokenizer = HFTokenizer(Path(model_path) / card.tokenizer.file, card.tokenizer.eos_id)
         self.tokenizer = tokenizer
@@ -188,6 +190,7 @@ class LLMDataset:
                      "prompt_tokens_max": max(len(p) for p in self.prompts)}
         if self.sha256:
             described["sha256"] = self.sha256
+            described.update(self.checksum)
         if isinstance(self.tokenizer, HFTokenizer):
             described["tokenizer"] = str(self.tokenizer.path)
         return described

@@ -46,6 +46,12 @@ ERROR_BODY_LIMIT = 2048  # bytes of an error response shown: evidence, not a flo
 MAX_EVENT_BYTES = 1 << 22  # one SSE line: a server that never ends a line is refused
 
 
+#: How long an idle connection is kept for the next request: under the 5 s after which
+#: uvicorn (vLLM's and SGLang's servers) closes an idle one, so a request is never written
+#: to a connection the server is closing ("Can not write request body").
+KEEPALIVE_S = 4.0
+
+
 def _json_dumps() -> Callable[[Any], bytes]:
     try:
         import orjson
@@ -213,7 +219,7 @@ class EndpointClient:
 
         s = self.settings
         connector = aiohttp.TCPConnector(limit=s.max_in_flight, ssl=s.verify_tls,
-                                         keepalive_timeout=60)
+                                         keepalive_timeout=KEEPALIVE_S)
         timeout = aiohttp.ClientTimeout(total=s.total_timeout_s, sock_connect=s.connect_timeout_s,
                                         sock_read=s.first_byte_timeout_s)
         # No cookies, no compression (an SSE stream is not compressed), no redirects to
@@ -309,10 +315,6 @@ class EndpointClient:
                             self._on_first(key, self._ids(state) or [0])
                 if done:
                     break
-            if done and not response.content.at_eof():
-                # Read the chunked body's end too: a response released before its end
-                # closes the connection, and the next request pays a new one.
-                await response.content.read()
             self.chunks += state.chunks
             if not done:
                 raise StreamError(f"the stream ended after {state.chunks} events without "

@@ -19,6 +19,7 @@ import hashlib
 import itertools
 import json
 import pickle
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,35 @@ def load(path: Path, fmt: str, prompt_field: str, tokens_field: str, reference_f
                                  "references": records.references,
                                  "has_tokens": records.tokens is not None}), encoding="utf-8")
     return records
+
+
+#: The MLCommons R2 downloader leaves ``<name>.md5`` lists (``md5sum`` lines) beside what it
+#: downloaded and checks them itself; no other checksum of these files is published.
+_MD5_LINE = re.compile(r"^([0-9a-fA-F]{32})\s+\*?(.+)$")
+_MD5_LIST_LIMIT = 1 << 20
+
+
+def downloader_checksum(path: Path) -> dict[str, str]:
+    """The file's MD5 against a downloader ``.md5`` list beside it, if one names it: a
+    mismatch is an error (not the official file); no list says so in the record."""
+    for listing in sorted(path.parent.glob("*.md5")):
+        try:
+            with listing.open("rb") as handle:
+                text = handle.read(_MD5_LIST_LIMIT).decode("utf-8", "replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            match = _MD5_LINE.match(line.strip())
+            if match is None or Path(match.group(2).strip()).name != path.name:
+                continue
+            expected = match.group(1).lower()
+            digest = hashlib.md5(usedforsecurity=False)
+            with path.open("rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+            if digest.hexdigest() != expected:
+                raise DatasetError(f"{path}: MD5 {digest.hexdigest()} differs from "
+                                   f"{listing}'s {expected}: not the official file",
+                                   hint="download it again with the MLCommons downloader")
+            return {"md5": expected, "md5_verified_by": str(listing)}
+    return {"md5_verified_by": "none: no downloader .md5 list beside the file names it"}

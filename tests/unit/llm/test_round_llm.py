@@ -162,3 +162,22 @@ def test_the_dataset_and_model_directory_are_asked_for(fixtures: dict[str, Path]
         LLMDataset(card, "", str(fixtures["model"]))
     with pytest.raises(DatasetError, match="needs the model directory"):
         LLMDataset(card, str(fixtures["cnn"]), "")
+
+
+def test_a_downloader_md5_list_beside_the_file_is_checked_and_recorded(tmp_path: Path) -> None:
+    """The MLCommons downloader leaves ``<name>.md5`` lists; the only published checksum."""
+    import hashlib
+
+    from suite.errors import DatasetError
+    from suite.llm.round_data import downloader_checksum
+
+    data = tmp_path / "cnn_eval.json"
+    data.write_text("[]")
+    assert downloader_checksum(data)["md5_verified_by"].startswith("none")
+    md5 = hashlib.md5(b"[]", usedforsecurity=False).hexdigest()
+    listing = tmp_path / "llama3-1-8b-cnn-eval.md5"
+    listing.write_text(f"{md5}  ./other.json\n{md5}  llama3/cnn_eval.json\n")
+    assert downloader_checksum(data) == {"md5": md5, "md5_verified_by": str(listing)}
+    data.write_text("[ ]")
+    with pytest.raises(DatasetError, match="differs from .*not the official file"):
+        downloader_checksum(data)
