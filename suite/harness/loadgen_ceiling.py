@@ -29,6 +29,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from suite.errors import SuiteError
+
 #: Samples in the measuring test: about 0.2-1 s on a 2-core machine, and about 225 MB of
 #: LoadGen's per-sample state (450 B each, loadgen.md §5).
 SAMPLES = 500_000
@@ -94,6 +96,10 @@ def ceiling(cache_dir: Path, threads: int, timeout_s: float = 120.0) -> Ceiling:
     return best
 
 
+class _CeilingFailed(SuiteError):
+    """The null LoadGen test that measures the ceiling did not finish."""
+
+
 def measure(threads: int = 1, timeout_s: float = 120.0) -> Ceiling:
     """Run the null Offline test in a child process; its LoadGen samples/s."""
     cores = os.cpu_count() or 1
@@ -102,7 +108,8 @@ def measure(threads: int = 1, timeout_s: float = 120.0) -> Ceiling:
         proc = subprocess.run([sys.executable, "-m", __name__, out, str(threads)],
                               capture_output=True, text=True, timeout=timeout_s, check=False)
         if proc.returncode != 0:
-            raise RuntimeError(f"the LoadGen ceiling test failed: {proc.stderr[-500:]}")
+            raise _CeilingFailed(f"the LoadGen ceiling test failed: {proc.stderr[-500:]}",
+                                 hint="the Offline query keeps the scenario file's guess")
         rate = float(proc.stdout.strip().splitlines()[-1])
     load = max(load, load_average())
     return Ceiling(samples_per_s=rate, threads=threads, load_average=round(load, 2), cores=cores,

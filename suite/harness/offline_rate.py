@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import threading
 import time
 from dataclasses import asdict, dataclass, replace
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from suite.config.model import MAX_QPS
+from suite.errors import SuiteError
 from suite.harness.settings import LoadGenSettings
 
 if TYPE_CHECKING:
@@ -102,7 +104,16 @@ def warm_up(sut: Any, settings: LoadGenSettings, config: RunConfig,
 
     if not settings.expected_qps_guess or not isinstance(sut, SystemUnderTest):
         return settings  # set for this machine, or an LLM SUT (no batch to time)
-    rate = size_query(sut, settings, config)
+    try:
+        rate = size_query(sut, settings, config)
+    except (SuiteError, subprocess.TimeoutExpired) as exc:
+        # A backend that fails or hangs here fails the same way in the test, where the
+        # SUT records it per sample (and its watchdog ends a hang): keep the guess.
+        (test_dir / RECORD_FILE).write_text(json.dumps({
+            "derived": False, "reason": str(exc), "expected_qps": config.loadgen.expected_qps,
+            "source": "the guess, kept: the warm-up probe did not measure a rate"},
+            indent=2) + "\n", encoding="utf-8")
+        return settings
     apply(rate, settings, test_dir)
     sut.derived = {**sut.derived, **rate.derived()}
     return replace(settings, expected_samples=rate.expected_samples)
@@ -114,7 +125,7 @@ def size_query(sut: SystemUnderTest, settings: LoadGenSettings,
     from suite.harness import loadgen_ceiling
 
     workers, batch = max(1, config.sut.workers), config.sut.max_batch_size
-    warm = probe(sut, workers, batch)
+    warm = probe(sut, workers, batch, limit_s=config.sut.watchdog_timeout_s)
     ceiling, ceiling_source = 0.0, "not measured: the warm-up rate is far below it"
     if warm >= CEILING_FROM:
         measured = loadgen_ceiling.ceiling(Path(config.data.cache_dir), workers)
@@ -138,17 +149,34 @@ def size_query(sut: SystemUnderTest, settings: LoadGenSettings,
                 f"of {batch}){ceiling_text}; replaces the guess {guess:,.0f} from {where}"))
 
 
-def probe(sut: SystemUnderTest, workers: int, batch: int, seconds: float = PROBE_S) -> float:
+class ProbeFailed(SuiteError):
+    """The warm-up probe's backend call raised, or did not return within the limit."""
+
+
+def probe(sut: SystemUnderTest, workers: int, batch: int, seconds: float = PROBE_S,
+          limit_s: float = 60.0) -> float:
     """Samples/s of full batches through the backend on ``workers`` threads at once, as
-    Offline's workers run them; each thread's first call is untimed (per-thread state)."""
+    Offline's workers run them; each thread's first call is untimed (per-thread state).
+    ``ProbeFailed`` when a call raises or the probe outlasts ``limit_s`` (the SUT's
+    watchdog bound): the probe's threads are daemons, and a hung one is left behind."""
     backend, dataset = sut.backend, sut.dataset
     start = [0.0]
     # The clock starts when the last thread has made its untimed call (the action runs
     # once, before any thread is released).
     ready = threading.Barrier(workers, action=lambda: start.__setitem__(0, time.perf_counter()))
     done: list[tuple[int, float]] = []  # (samples, end) per thread
+    errors: list[str] = []
 
     def work() -> None:
+        try:
+            timed()
+        except threading.BrokenBarrierError:
+            pass  # another thread failed first
+        except Exception as exc:  # the backend's own errors, whatever their type
+            errors.append(f"{type(exc).__name__}: {exc}")
+            ready.abort()
+
+    def timed() -> None:
         buffer = backend.input_buffer(batch, dataset.sample_shape, str(dataset.dtype))
         if buffer is None:
             buffer = dataset.new_buffer(batch)
@@ -169,8 +197,14 @@ def probe(sut: SystemUnderTest, workers: int, batch: int, seconds: float = PROBE
                for n in range(workers)]
     for thread in threads:
         thread.start()
+    until = time.perf_counter() + limit_s + seconds
     for thread in threads:
-        thread.join()
+        thread.join(max(0.0, until - time.perf_counter()))
+    if errors:
+        raise ProbeFailed(f"the warm-up probe's backend call failed: {errors[0]}")
+    if any(thread.is_alive() for thread in threads):
+        ready.abort()
+        raise ProbeFailed(f"the warm-up probe's backend call took over {limit_s:g} s")
     total = sum(samples for samples, _ in done)
     return total / max(max(end for _, end in done) - start[0], 1e-9)
 

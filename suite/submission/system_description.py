@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.config.rules import SubmissionRules
-from suite.errors import ConfigError
+from suite.errors import ConfigError, SuiteError
 from suite.system import collect
 
 #: The key of ``probe()``'s result that maps each field the probe could not fill to why.
@@ -32,16 +32,20 @@ _ACCELERATOR_FIELDS = ("accelerators_per_node", "accelerator_model_name",
                        "accelerator_interconnect", "accelerator_memory_configuration")
 
 
+class _NvmlUnanswered(SuiteError):
+    """NVML could not say what accelerators there are (the fields stay for the submitter)."""
+
+
 def _nvml() -> list[dict[str, Any]]:
-    """Accelerators from NVML; ``RuntimeError`` saying why when NVML cannot answer."""
+    """Accelerators from NVML; ``_NvmlUnanswered`` saying why when NVML cannot answer."""
     try:
         import pynvml  # type: ignore[import-not-found]
     except ImportError:
-        raise RuntimeError("not probed: pynvml is not installed") from None
+        raise _NvmlUnanswered("not probed: pynvml is not installed") from None
     try:
         pynvml.nvmlInit()
     except Exception as exc:  # pynvml's NVMLError: no library, no driver, ...
-        raise RuntimeError(f"NVML did not start ({type(exc).__name__}: {exc})") from None
+        raise _NvmlUnanswered(f"NVML did not start ({type(exc).__name__}: {exc})") from None
     try:
         devices = []
         for index in range(pynvml.nvmlDeviceGetCount()):
@@ -52,7 +56,7 @@ def _nvml() -> list[dict[str, Any]]:
                             "memory_bytes": int(memory)})
         return devices
     except Exception as exc:  # a device that does not answer: no count is known
-        raise RuntimeError(f"NVML failed ({type(exc).__name__}: {exc})") from None
+        raise _NvmlUnanswered(f"NVML failed ({type(exc).__name__}: {exc})") from None
     finally:
         pynvml.nvmlShutdown()
 
@@ -115,7 +119,7 @@ def probe() -> dict[str, Any]:
     }
     try:
         gpus = _nvml()
-    except RuntimeError as exc:
+    except _NvmlUnanswered as exc:
         probed |= dict.fromkeys(_ACCELERATOR_FIELDS, "")
         failed |= dict.fromkeys(_ACCELERATOR_FIELDS, str(exc))
     else:

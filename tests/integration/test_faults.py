@@ -101,8 +101,12 @@ def test_a_hung_worker_process_is_drained_and_killed_with_the_run(runs_dir: Path
 @pytest.mark.parametrize("scenario", ["offline", "singlestream"])
 def test_backend_that_hangs_is_stopped_by_the_watchdog(scenario: str, runs_dir: Path) -> None:
     started = time.monotonic()
+    # The hang must come under LoadGen: an explicit Offline rate skips the warm-up probe,
+    # which would use up the healthy batches (a probe that hangs keeps the guess:
+    # tests/unit/harness/test_offline_rate.py).
+    rate = ["--expected-qps", "100000"] if scenario == "offline" else []
     proc = run_cli("run", "--scenario", scenario, "--quick", "--runs-dir", str(runs_dir),
-                   "--backend", FAULTS + "HangingBackend", *FAST_FAIL, timeout=120)
+                   "--backend", FAULTS + "HangingBackend", *FAST_FAIL, *rate, timeout=120)
     result = _check_failed_run(proc, runs_dir, "watchdog_timeout")
     assert "did not answer" in result.tests[0].message
     assert time.monotonic() - started < 100  # generous: it must end, not be fast

@@ -36,7 +36,7 @@ import numpy as np
 from suite.backends.base import BackendBase
 from suite.config.model import SutConfig
 from suite.datasets.base import InMemoryDataset
-from suite.errors import ConfigError
+from suite.errors import BackendError, ConfigError
 from suite.harness.loadgen import Completer
 from suite.harness.sut.batch_stats import BatchStats, merge
 from suite.harness.sut.dispatch import DISPATCH, Dispatch
@@ -99,11 +99,9 @@ class SystemUnderTest:
         #: The largest Server batch: ``max_batch_size``, or less where a batch that large
         #: could not meet the latency bound (derived at warm-up; see ``server_policy``).
         self.batch_cap = config.max_batch_size
-        #: How far apart Server batches leave (derived at warm-up; 0: not paced).
-        self.interval_s = 0.0
+        self.interval_s = 0.0  # how far apart Server batches leave (warm-up; 0: unpaced)
         self._pacer: Pacer | None = None
-        #: Values the SUT derived at warm-up (recorded in status.json).
-        self.derived: dict[str, float] = {}
+        self.derived: dict[str, float] = {}  # derived at warm-up (status.json records it)
         #: ``issue_queries`` calls: fewer than samples when LoadGen coalesced queries.
         self.issue_calls = 0
         #: Samples issued (the live progress's backlog; only the issue thread writes it).
@@ -190,7 +188,12 @@ class SystemUnderTest:
                                           name=f"sut-worker-{n}", daemon=True)
                 thread.start()
                 self._threads.append(thread)
-            ready.wait(timeout=max(60.0, self.config.watchdog_timeout_s))
+            limit = max(60.0, self.config.watchdog_timeout_s)
+            try:
+                ready.wait(timeout=limit)
+            except threading.BrokenBarrierError:  # a worker's first call hung (or failed)
+                raise BackendError(f"the workers' first backend calls did not all return "
+                                   f"within {limit:g} s: the backend hangs") from None
         self.backend.begin_record()  # every warm-up call is behind us
         watch_queue = self.dispatch is Dispatch.DYNAMIC and self.processes is None
         watchdog = threading.Thread(target=watch, args=(self, watch_queue),

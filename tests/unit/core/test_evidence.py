@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from suite.accuracy import decode_accuracy_log, score_top1
@@ -65,6 +65,7 @@ def _write_accuracy_log(path: Path, predictions: list[int], order: list[int]) ->
     path.write_text(json.dumps(entries))
 
 
+@settings(deadline=None)  # a busy machine stalls a case now and then; no timing is tested
 @given(st.lists(st.integers(0, 9), min_size=1, max_size=60), st.randoms())
 def test_decode_recovers_every_prediction_in_any_order(predictions: list[int],
                                                       rng: object) -> None:

@@ -25,7 +25,7 @@ def test_an_unwritable_runs_dir_is_one_line_naming_it_and_the_errno(tmp_path: Pa
         timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
-    assert f"cannot create a run directory in {runs}: [Errno 20 ENOTDIR]" in proc.stderr
+    assert f"--runs-dir {runs}: its parent {blocker} is not a directory" in proc.stderr
 
 
 def test_the_display_shows_the_setup_stage_then_the_rate() -> None:

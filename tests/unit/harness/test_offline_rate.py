@@ -74,3 +74,53 @@ def test_the_ceiling_cache_keeps_the_highest_and_remeasures_a_busy_figure(
     assert (second.samples_per_s, second.quiet) == (2e6, True)
     clock[0] += 10 * loadgen_ceiling.PROVISIONAL_S  # quiet: final for this machine
     assert loadgen_ceiling.ceiling(tmp_path, 2).samples_per_s == 2e6
+
+
+class _Dataset:
+    sample_shape = (4,)
+    dtype = "float32"
+
+    def new_buffer(self, batch: int) -> object:
+        import numpy as np
+
+        return np.zeros((batch, 4), dtype=np.float32)
+
+
+class _Backend:
+    def __init__(self, fault: str) -> None:
+        self.fault, self.calls = fault, 0
+
+    def input_buffer(self, batch: int, shape: object, dtype: str) -> None:
+        return None
+
+    def predict(self, batch: object) -> None:
+        import threading
+
+        self.calls += 1
+        if self.calls > 3 and self.fault == "raise":
+            raise RuntimeError("injected: the device fell off the bus")
+        if self.calls > 3 and self.fault == "hang":
+            threading.Event().wait()
+
+
+class _Sut:
+    def __init__(self, fault: str) -> None:
+        self.backend, self.dataset = _Backend(fault), _Dataset()
+
+
+@pytest.mark.parametrize(("fault", "message"), [
+    ("raise", "backend call failed: RuntimeError: injected"),
+    ("hang", "took over 0.5 s")])
+def test_a_probe_whose_backend_raises_or_hangs_fails_fast_naming_why(fault: str,
+                                                                      message: str) -> None:
+    """A backend that fails in the probe must not hang the run (before: join() forever);
+    ``warm_up`` then keeps the guess and the test's SUT meets the fault."""
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(offline_rate.ProbeFailed, match=message):
+        offline_rate.probe(_Sut(fault), workers=2, batch=2, seconds=0.2,  # type: ignore[arg-type]
+                           limit_s=0.5)
+    assert time.monotonic() - started < 5
+    assert offline_rate.probe(_Sut("none"), workers=2, batch=2, seconds=0.05,  # type: ignore[arg-type]
+                              limit_s=5) > 0

@@ -179,5 +179,5 @@ def test_a_downloader_md5_list_beside_the_file_is_checked_and_recorded(tmp_path:
     listing.write_text(f"{md5}  ./other.json\n{md5}  llama3/cnn_eval.json\n")
     assert downloader_checksum(data) == {"md5": md5, "md5_verified_by": str(listing)}
     data.write_text("[ ]")
-    with pytest.raises(DatasetError, match="differs from .*not the official file"):
+    with pytest.raises(DatasetError, match=r"differs from .*not the official file"):
         downloader_checksum(data)
