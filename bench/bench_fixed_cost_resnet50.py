@@ -1,0 +1,96 @@
+"""ResNet-50's fixed cost: the wall time of a quick Offline run outside its LoadGen test,
+beside a plain onnxruntime script that loads the same model and the same cached crops.
+
+On 500 synthetic JPEGs (``reference_models/resnet50/make_fixture.py``) and the fixture's
+random-weight ResNet-50 ONNX file: one run builds the preprocessing cache (cold), then
+``--repeats`` runs read it (warm), each followed by the plain script (imports numpy and
+onnxruntime, creates the session, maps the cached crops and converts them to the model's
+NCHW float32: what any harness must do before its first query). The split of the run's
+fixed cost is ``bench_fixed_cost``'s (parent, child start, after LoadGen).
+
+    python bench/bench_fixed_cost_resnet50.py [--repeats 3] [--images 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench_fixed_cost import _loadgen_span_s  # noqa: E402
+from bench_models import fixture_module  # noqa: E402
+
+PLAIN = """
+import glob, sys, time
+start = time.perf_counter()
+import numpy as np, onnxruntime as ort
+session = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+crops = np.load(glob.glob(sys.argv[2] + "/imagenet2012-val-*/crops.npy")[0], mmap_mode="r")
+batch = np.ascontiguousarray(crops[:int(sys.argv[3])].transpose(0, 3, 1, 2), dtype=np.float32)
+print(time.perf_counter() - start)
+"""
+
+
+def one_run(dataset: Path, model: Path, cache: Path, runs: Path) -> dict[str, float]:
+    epoch, start = time.time(), time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "suite", "run", "--benchmark", "resnet50",
+                           "--scenario", "offline", "--quick", "--dataset-path", str(dataset),
+                           "--model-path", str(model), "--runs-dir", str(runs),
+                           "--set", "loadgen.expected_qps=50",
+                           "--set", f'data.cache_dir="{cache}"'],
+                          capture_output=True, text=True, cwd=REPO, check=False)
+    total = time.perf_counter() - start
+    if done.returncode not in (0, 2):
+        raise RuntimeError(f"suite run failed ({done.returncode}): {done.stderr[-2000:]}")
+    (detail,) = runs.glob("*/performance/mlperf_log_detail.txt")
+    span = _loadgen_span_s(detail)
+    spec_at = (detail.parent / "child_spec.json").stat().st_mtime - epoch
+    end = detail.stat().st_mtime - epoch
+    return {"total_s": round(total, 3), "fixed_s": round(total - span, 3),
+            "parent_s": round(spec_at, 3), "child_start_s": round(end - span - spec_at, 3),
+            "after_s": round(total - end, 3)}
+
+
+def measure(tmp: Path, repeats: int, images: int) -> dict[str, Any]:
+    fixture = fixture_module()
+    dataset, model, cache = tmp / "imagenet", tmp / "resnet50_random.onnx", tmp / "cache"
+    dataset.mkdir(parents=True)
+    fixture.write_dataset(dataset, images)
+    fixture.export_model(model)
+    cold = one_run(dataset, model, cache, tmp / "runs-cold")
+    warm, plain = [], []
+    for i in range(repeats):
+        warm.append(one_run(dataset, model, cache, tmp / f"runs-{i}"))
+        done = subprocess.run([sys.executable, "-c", PLAIN, str(model), str(cache),
+                               str(images)], capture_output=True, text=True, check=True)
+        plain.append(float(done.stdout.strip()))
+
+    def median(values: list[float]) -> float:
+        return round(sorted(values)[len(values) // 2], 3)
+
+    fixed = median([w["fixed_s"] for w in warm])
+    return {"images": images, "repeats": repeats, "cold": cold, "warm": warm,
+            "warm_fixed_s": fixed, "plain_script_s": median(plain),
+            "ratio_fixed_over_plain": round(fixed / median(plain), 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--images", type=int, default=500)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-fixed-r50-") as tmp:
+        print(json.dumps(measure(Path(tmp), args.repeats, args.images), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
