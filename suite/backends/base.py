@@ -138,6 +138,13 @@ class BackendBase:
     #: Whether the backend needs an NVIDIA GPU whatever its options.
     requires_gpu: ClassVar[bool] = False
 
+    @property
+    def warm_per_thread(self) -> bool:
+        """Whether each worker thread warms the model itself before LoadGen starts (per-
+        thread state: torch.compile's guards, CUDA streams); False where the SUT's one
+        warm-up serves every thread."""
+        return True
+
     def __init__(self, options: BackendOptions | None = None) -> None:
         self.options = options if options is not None else self.Options()
         #: Preprocessed samples of the card's dataset for calibration (``(card, count)``),

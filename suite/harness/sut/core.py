@@ -146,7 +146,7 @@ class SystemUnderTest:
         same sizes at start and nothing is derived (ResNet-50 Offline: ~0.4 s saved)."""
         derive_policy = self.dispatch is Dispatch.DYNAMIC and self.config.max_wait_us < 0
         if not derive_policy and self.dispatch is not Dispatch.INLINE and (
-                self.config.worker_model == "threads"):
+                self.config.worker_model == "threads" and self.backend.warm_per_thread):
             return
         largest = self.config.max_batch_size
         timings: dict[int, list[float]] = {1: [], largest: []}
@@ -350,7 +350,7 @@ class SystemUnderTest:
 
     def _warm_then(self, work: Callable[[], None], ready: threading.Barrier) -> None:
         try:
-            if self.config.warmup_batches:
+            if self.config.warmup_batches and self.backend.warm_per_thread:
                 for size in sorted({1, self.config.max_batch_size}):
                     self.backend.predict(np.zeros_like(self._inline_buffer[:size]))
         except Exception as exc:  # the measured run would fail the same way: say so now
