@@ -54,6 +54,9 @@ ErrorCallback = Callable[[int, str], None]
 #: uvicorn (vLLM's and SGLang's servers) closes an idle one, so a request is never written
 #: to a connection the server is closing ("Can not write request body").
 KEEPALIVE_S = 4.0
+#: How often the requests on connections are checked against their timeouts: one timer
+#: for all of them, not one (armed and cancelled) a request; a timeout fires this late at most.
+SWEEP_S = 0.1
 
 
 def _json_dumps() -> Callable[[Any], bytes]:
@@ -137,6 +140,8 @@ class EndpointClient:
         self._outstanding = dict.fromkeys(settings.urls, 0)
         self._pending: deque[tuple[int, int, Sequence[int]]] = deque()
         self._in_flight = 0
+        self._live: set[SseRequest] = set()  # on a connection: what the sweep checks
+        self._sweeping = False
         self._closing = False
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -238,8 +243,25 @@ class EndpointClient:
         else:
             self._on_error(request.key, f"{where}: {_describe(error, self.settings)}")
 
+    def watch(self, request: SseRequest) -> None:
+        """``request`` is on a connection: its timeouts count from now."""
+        self._live.add(request)
+        if not self._sweeping and self._loop is not None:
+            self._sweeping = True
+            self._loop.call_later(SWEEP_S, self._sweep)
+
+    def _sweep(self) -> None:
+        now = self.time()
+        for request in list(self._live):
+            request.check(now)
+        # Nothing on a connection, no timer: an idle client does not wake its loop.
+        self._sweeping = bool(self._live) and self._loop is not None and not self._closing
+        if self._sweeping and self._loop is not None:
+            self._loop.call_later(SWEEP_S, self._sweep)
+
     def settle(self, request: SseRequest) -> None:
         """``request`` no longer holds a connection: the next one may start."""
+        self._live.discard(request)
         self._outstanding[request.url] -= 1
         self._in_flight -= 1
         if self._pending:

@@ -48,6 +48,7 @@ class Connection(asyncio.Protocol):
         self.parser_error = httptools.HttpParserError
         self.transport: asyncio.Transport | None = None
         self.exchange: Exchange | None = None
+        self.pieces: list[bytes] = []  # the body's chunks from one read, handed over at once
         self.idle_since = 0.0
 
     # -- asyncio's side ----------------------------------------------------------------
@@ -60,11 +61,24 @@ class Connection(asyncio.Protocol):
             return
         try:
             self.parser.feed_data(data)
+            if self.pieces:
+                self.flush()
         except self.parser_error as exc:
             # A callback's own error (a malformed event) arrives as its context.
             cause = exc.__context__ if type(exc).__name__ == "HttpParserCallbackError" else None
             self.abort(cause if isinstance(cause, Exception)
                        else TransportError(f"malformed HTTP response: {exc}"))
+        except Exception as exc:  # the exchange's own (a malformed event)
+            self.abort(exc)
+
+    def flush(self) -> None:
+        """Hand the body read so far to the exchange: one call a read, not one a chunk (a
+        server writes each event as its own chunk, and a read often holds several)."""
+        pieces = self.pieces
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        pieces.clear()
+        if self.exchange is not None:
+            self.exchange.body(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.pool.forget(self)
@@ -79,10 +93,11 @@ class Connection(asyncio.Protocol):
             self.exchange.head(self.parser.get_status_code())
 
     def on_body(self, body: bytes) -> None:
-        if self.exchange is not None:
-            self.exchange.body(body)
+        self.pieces.append(body)
 
     def on_message_complete(self) -> None:
+        if self.pieces:
+            self.flush()
         exchange, self.exchange = self.exchange, None
         # Back in the pool before the exchange hears of it: the request it lets start
         # takes this connection, not a new one.
@@ -109,6 +124,7 @@ class Connection(asyncio.Protocol):
 
     def close(self) -> None:
         self.exchange = None
+        self.pieces.clear()
         if self.transport is not None:
             self.transport.close()
         self.pool.forget(self)

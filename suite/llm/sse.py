@@ -4,8 +4,9 @@
 (``http_pool.Exchange``): the parser hands it each piece of the body, it splits the
 pieces into lines (one Python-level step per piece, not per line or byte), decodes each
 ``data:`` line (orjson where installed) into a ``StreamState`` with ``read_event``, and
-``data: [DONE]`` ends it. It also owns the request's timeouts: no data for the first-byte
-timeout, or longer than the total, aborts the connection. How a request ended goes to its
+``data: [DONE]`` ends it. It also judges the request's timeouts when its client's sweep asks
+(``check``): no data for the first-byte timeout, or longer than the total, aborts the
+connection. How a request ended goes to its
 client once (``report``); when it no longer holds a connection it is ``settle``d.
 """
 
@@ -19,8 +20,6 @@ from suite.errors import BackendError
 from suite.llm.http_pool import TransportError
 
 if TYPE_CHECKING:
-    import asyncio
-
     from suite.llm.http_pool import Connection
 
 ERROR_BODY_LIMIT = 2048  # bytes of an error response shown: evidence, not a flood
@@ -76,7 +75,6 @@ def read_event(state: StreamState, payload: Any, chat: bool) -> bool:
     return carried
 
 
-
 class Client(Protocol):
     """What a request needs of its client (``endpoint_client.EndpointClient``)."""
 
@@ -85,6 +83,7 @@ class Client(Protocol):
     timeouts: tuple[float, float]  # (first byte, total), seconds
 
     def first(self, request: SseRequest) -> None: ...
+    def watch(self, request: SseRequest) -> None: ...
     def report(self, request: SseRequest, error: BaseException | None) -> None: ...
     def settle(self, request: SseRequest) -> None: ...
 
@@ -93,7 +92,7 @@ class SseRequest:
     """One sample's request and response (see the module docstring)."""
 
     __slots__ = ("chat", "client", "conn", "done", "error_body", "index", "key", "last",
-                 "reported", "rest", "settled", "start", "state", "status", "timer", "url")
+                 "reported", "rest", "settled", "start", "state", "status", "url")
 
     def __init__(self, client: Client, key: int, index: int, url: str,
                  chat: bool) -> None:
@@ -103,14 +102,13 @@ class SseRequest:
         self.status = 0
         self.done = self.reported = self.settled = False
         self.conn: Connection | None = None
-        self.timer: asyncio.TimerHandle | None = None
         self.start = self.last = 0.0
 
     # -- the connection's side (http_pool.Exchange) ------------------------------------
     def sent(self, conn: Connection) -> None:
         self.conn = conn
         self.start = self.last = conn.pool.time()
-        self.timer = conn.pool.loop.call_later(min(self.client.timeouts), self.tick)
+        self.client.watch(self)
 
     def head(self, status: int) -> None:
         self.status = status
@@ -170,19 +168,16 @@ class SseRequest:
         text = self.error_body[:ERROR_BODY_LIMIT].decode("utf-8", "replace").strip()[:500]
         return StreamError(f"HTTP {self.status}: {text}")
 
-    def tick(self) -> None:
-        """The timeouts: a single timer, re-armed from the last data while there is some."""
-        self.timer = None
+    def check(self, now: float) -> None:
+        """Abort the request if it is past a timeout (the client's sweep calls this)."""
         if self.settled or self.conn is None:
             return
-        (first_byte, total), now = self.client.timeouts, self.client.time()
+        first_byte, total = self.client.timeouts
         if now - self.start >= total:
             error = TransportError(f"the request took over {total:g} s (timeout)")
         elif now - self.last >= first_byte:
             error = TransportError(f"no response data within {first_byte:g} s (timeout)")
         else:
-            due = min(self.last + first_byte, self.start + total)
-            self.timer = self.conn.pool.loop.call_later(due - now, self.tick)
             return
         self.conn.abort(error)  # its lost() reports and settles this request
 
@@ -190,7 +185,4 @@ class SseRequest:
         if self.settled:
             return
         self.settled = True
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
         self.client.settle(self)

@@ -21,6 +21,7 @@ from suite.llm.endpoint_client import ClientSettings, EndpointClient
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive
     close_after: bool = False
+    mode = "ok"  # "stall": nothing for 5 s; "trickle": a comment line every 50 ms, 5 s
     connections: list[int] = []  # noqa: RUF012 (one list per server class, by design)
 
     def setup(self) -> None:
@@ -29,6 +30,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.mode != "ok":
+            self._slow()
+            return
         events = [{"choices": [{"index": 0, "text": "ab", "token_ids": [3, 4]}]},
                   {"choices": [], "usage": {"completion_tokens": 2}}]
         body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
@@ -42,18 +46,32 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         # Keep-alive promised, then closed: as a server does at its idle limit.
         self.close_connection = type(self).close_after
 
+    def _slow(self) -> None:
+        self.close_connection = True
+        if self.mode == "stall":
+            time.sleep(5)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", "1000000")
+        self.end_headers()
+        for _ in range(100):
+            self.wfile.write(b": ping\n")
+            self.wfile.flush()
+            time.sleep(0.05)
+
     def log_message(self, *args: object) -> None:
         pass
 
 
 @contextmanager
-def _server(close_after: bool) -> Iterator[tuple[str, list[int]]]:
+def _server(close_after: bool, mode: str = "ok") -> Iterator[tuple[str, list[int]]]:
     class Handler(_Handler):
         pass
 
-    Handler.close_after, Handler.connections = close_after, []
+    Handler.close_after, Handler.connections, Handler.mode = close_after, [], mode
     handler = Handler
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.block_on_close = False  # a stalled handler is not waited for
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -71,8 +89,11 @@ def _one(client: EndpointClient, done: list[object], key: int) -> object:
     return done[key]
 
 
-def _client(url: str, done: list[object]) -> EndpointClient:
-    client = EndpointClient(ClientSettings(urls=(url,), model="m"), lambda t: [],
+def _client(url: str, done: list[object], first_byte_timeout_s: float = 60.0,
+            total_timeout_s: float = 600.0) -> EndpointClient:
+    settings = ClientSettings(urls=(url,), model="m", first_byte_timeout_s=first_byte_timeout_s,
+                              total_timeout_s=total_timeout_s)
+    client = EndpointClient(settings, lambda t: [],
                             lambda i: "", None, lambda k, ids, src: done.append(ids),
                             lambda k, message: done.append(message))
     client.start()
@@ -105,3 +126,32 @@ def test_an_idle_connection_is_kept_keepalive_s_at_most(monkeypatch: pytest.Monk
         finally:
             client.close()
         assert len(connections) == 2
+
+
+@pytest.mark.parametrize(("mode", "expected"), [
+    ("stall", "no response data within 0.3 s (timeout)"),
+    ("trickle", "the request took over 0.6 s (timeout)"),
+])
+def test_the_first_byte_and_total_timeouts_fail_the_request(mode: str, expected: str) -> None:
+    with _server(False, mode) as (url, _):
+        done: list[object] = []
+        client = _client(url, done, first_byte_timeout_s=0.3, total_timeout_s=0.6)
+        try:
+            start = time.monotonic()
+            message = _one(client, done, 0)
+            assert expected in str(message) and "sample 0" in str(message), message
+            assert time.monotonic() - start < 2
+        finally:
+            client.close()
+
+
+def test_close_cancels_a_request_in_flight_within_a_second() -> None:
+    with _server(False, "stall") as (url, _):
+        done: list[object] = []
+        client = _client(url, done)
+        client.submit([(0, 0, [1, 2])])
+        time.sleep(0.2)
+        start = time.monotonic()
+        client.close()
+        assert time.monotonic() - start < 1.5
+        assert done == []  # cancelled, not failed
