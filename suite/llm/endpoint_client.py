@@ -1,11 +1,13 @@
 """Streaming completions from OpenAI-compatible servers, for the ``openai`` backend.
 
 One asyncio event loop (uvloop where installed) runs on its own thread beside LoadGen;
-aiohttp keeps a pool of kept-alive connections per server, and each LoadGen sample
-becomes one ``stream: true`` request. The response is Server-Sent Events: aiohttp
-splits it into lines (no object per byte), a ``data:`` line is decoded with orjson where
-installed, and ``data: [DONE]`` ends it. The first chunk that carries output reports
-the first token; the end of the stream reports every output token id.
+``http_pool`` keeps kept-alive connections per server (responses parsed by httptools),
+and each LoadGen sample becomes one ``stream: true`` request, sent to the server with
+the fewest outstanding. The response is Server-Sent Events, folded as it arrives by
+``sse.SseRequest``: a ``data:`` line is decoded with orjson where installed, and
+``data: [DONE]`` ends it. The first chunk that carries output reports the first token;
+the end of the stream reports every output token id. This module owns the settings,
+the loop thread, the fan-out and the outcome of each request.
 
 Token ids, in this order of preference (``TokenSource``):
 
@@ -27,11 +29,16 @@ import asyncio
 import contextlib
 import json
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from suite.errors import BackendError
+from suite.llm.http_pool import Pool, TransportError
+from suite.llm.sse import SseRequest, StreamError, StreamState, read_event
+
+__all__ = ["ClientSettings", "EndpointClient", "StreamError", "StreamState", "TokenSource",
+           "read_event", "scrub"]
 
 TokenSource = Literal["engine", "tokenizer"]
 
@@ -42,14 +49,14 @@ DoneCallback = Callable[[int, list[int], str], None]
 #: (sample key, one line saying what went wrong, naming the URL).
 ErrorCallback = Callable[[int, str], None]
 
-ERROR_BODY_LIMIT = 2048  # bytes of an error response shown: evidence, not a flood
-MAX_EVENT_BYTES = 1 << 22  # one SSE line: a server that never ends a line is refused
-
 
 #: How long an idle connection is kept for the next request: under the 5 s after which
 #: uvicorn (vLLM's and SGLang's servers) closes an idle one, so a request is never written
 #: to a connection the server is closing ("Can not write request body").
 KEEPALIVE_S = 4.0
+#: How often the requests on connections are checked against their timeouts: one timer
+#: for all of them, not one (armed and cancelled) a request; a timeout fires this late at most.
+SWEEP_S = 0.1
 
 
 def _json_dumps() -> Callable[[Any], bytes]:
@@ -115,55 +122,6 @@ class ClientSettings:
         return body
 
 
-class StreamError(BackendError):
-    """One request failed; the message names what and is shown as it is."""
-
-
-@dataclass
-class StreamState:
-    """What one response has carried so far."""
-
-    ids: list[int] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)
-    usage: int | None = None
-    finish_reason: str | None = None
-    chunks: int = 0
-    first_sent: bool = False
-
-
-def read_event(state: StreamState, payload: Any, chat: bool) -> bool:
-    """Fold one decoded ``data:`` event into ``state``; True if it carried output."""
-    if not isinstance(payload, dict):
-        raise StreamError(f"an event is not a JSON object: {str(payload)[:200]}")
-    if "error" in payload:
-        raise StreamError(f"the server sent an error event: {str(payload['error'])[:300]}")
-    usage = payload.get("usage")
-    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-        state.usage = usage["completion_tokens"]
-    choices = payload.get("choices")
-    if not isinstance(choices, list):
-        raise StreamError(f"an event has no 'choices' list: {str(payload)[:200]}")
-    carried = False
-    for choice in choices:
-        if not isinstance(choice, dict):
-            raise StreamError(f"a choice is not a JSON object: {str(choice)[:200]}")
-        ids = choice.get("token_ids")
-        if ids:
-            # The elements are checked once, when the ids become LoadGen's int32 payload.
-            if type(ids) is not list:
-                raise StreamError(f"'token_ids' is not a list of integers: {str(ids)[:200]}")
-            state.ids.extend(ids)
-            carried = True
-        text = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
-        if text:
-            state.text.append(text)
-            carried = True
-        if choice.get("finish_reason"):
-            state.finish_reason = choice["finish_reason"]
-    state.chunks += 1
-    return carried
-
-
 class EndpointClient:
     """Streams each submitted prompt from the least busy server; see the module docstring.
 
@@ -178,14 +136,18 @@ class EndpointClient:
         self.settings = settings
         self._encode, self._decode = encode, decode
         self._on_first, self._on_done, self._on_error = on_first, on_done, on_error
-        self._loads, self._dumps = _json_loads(), _json_dumps()
+        self.loads, self._dumps = _json_loads(), _json_dumps()
         self._outstanding = dict.fromkeys(settings.urls, 0)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._pending: deque[tuple[int, int, Sequence[int]]] = deque()
+        self._in_flight = 0
+        self._live: set[SseRequest] = set()  # on a connection: what the sweep checks
+        self._sweeping = False
+        self._closing = False
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._session: Any = None
-        self._limit: asyncio.Semaphore | None = None
-        self._urls: dict[str, Any] = {}
+        self._pools: dict[str, Pool] = {}
+        self.timeouts = (settings.first_byte_timeout_s, settings.total_timeout_s)
+        self.time: Callable[[], float] = lambda: 0.0  # the loop's clock, once it runs
         self._thread: threading.Thread | None = None
         self.chunks = 0
         self.requests = 0
@@ -207,37 +169,21 @@ class EndpointClient:
             loop = asyncio.new_event_loop()
         self._loop = loop
         asyncio.set_event_loop(loop)
-        loop.run_until_complete(self._open())
+        self.time = loop.time
+        s = self.settings
+        self._pools = {url: Pool(url, s.path(), s.headers(), s.verify_tls, s.connect_timeout_s,
+                                 KEEPALIVE_S, loop) for url in s.urls}
         self._ready.set()
         loop.run_forever()
         loop.run_until_complete(self._shut())
         loop.close()
 
-    async def _open(self) -> None:
-        import aiohttp
-        from yarl import URL
-
-        s = self.settings
-        connector = aiohttp.TCPConnector(limit=s.max_in_flight, ssl=s.verify_tls,
-                                         keepalive_timeout=KEEPALIVE_S)
-        timeout = aiohttp.ClientTimeout(total=s.total_timeout_s, sock_connect=s.connect_timeout_s,
-                                        sock_read=s.first_byte_timeout_s)
-        # No cookies, no compression (an SSE stream is not compressed), no redirects to
-        # re-quote: each is per-request work a benchmark client does not need.
-        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
-                                              headers=s.headers(), auto_decompress=False,
-                                              cookie_jar=aiohttp.DummyCookieJar(),
-                                              requote_redirect_url=False)
-        self._urls = {url: URL(url + s.path()) for url in s.urls}
-        self._limit = asyncio.Semaphore(s.max_in_flight)
-
     async def _shut(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=1.0)
-        if self._session is not None:
-            await self._session.close()
+        self._closing = True  # what is cut now was cancelled, not failed: nothing reported
+        self._pending.clear()
+        for pool in self._pools.values():
+            pool.close()
+        await asyncio.sleep(0)  # the transports' connection_lost
 
     # -- requests ----------------------------------------------------------------------
     def submit(self, items: Sequence[tuple[int, int, Sequence[int]]]) -> None:
@@ -247,79 +193,83 @@ class EndpointClient:
         self._loop.call_soon_threadsafe(self._spawn, list(items))
 
     def _spawn(self, items: list[tuple[int, int, Sequence[int]]]) -> None:
-        for key, index, prompt in items:
-            task = asyncio.ensure_future(self._request(key, index, prompt))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        # A queue and a count, not a semaphore and a task per request: at most
+        # max_in_flight requests (and so connections) are open at once.
+        self._pending.extend(items)
+        self._pump()
+
+    def _pump(self) -> None:
+        pending, limit = self._pending, self.settings.max_in_flight
+        while pending and self._in_flight < limit and not self._closing:
+            self._in_flight += 1
+            self._begin(*pending.popleft())
 
     def _pick(self) -> str:
         url = min(self._outstanding, key=self._outstanding.__getitem__)  # least outstanding
         self._outstanding[url] += 1
         return url
 
-    async def _request(self, key: int, index: int, prompt: Sequence[int]) -> None:
-        assert self._limit is not None
-        async with self._limit:
-            url = self._pick()
-            where = f"{url}{self.settings.path()}: sample {index} (query {key})"
-            try:
-                ids, source = await self._stream(url, key, prompt)
-            except asyncio.CancelledError:
-                raise
-            except StreamError as exc:
-                self._on_error(key, scrub(f"{where}: {exc}", self.settings))
-                return
-            except Exception as exc:  # aiohttp's and the socket's: one line each
-                self._on_error(key, f"{where}: {_describe(exc, self.settings)}")
-                return
-            finally:
-                self._outstanding[url] -= 1
-            self._on_done(key, ids, source)
-
-    async def _stream(self, url: str, key: int, prompt: Sequence[int]) -> tuple[list[int], str]:
+    def _begin(self, key: int, index: int, prompt: Sequence[int]) -> None:
         s = self.settings
-        text_prompt = s.prompt_as == "text" or s.api == "chat"
-        body = s.body(self._decode(list(prompt)) if text_prompt else prompt)
+        request = SseRequest(self, key, index, self._pick(), s.api == "chat")
         self.requests += 1
-        # The body as bytes (orjson where installed); the session sends the JSON header.
-        async with self._session.post(self._urls[url], data=self._dumps(body),
-                                      allow_redirects=False) as response:
-            if response.status != 200:
-                raw = await response.content.read(ERROR_BODY_LIMIT)
-                raise StreamError(f"HTTP {response.status}: "
-                                  f"{raw.decode('utf-8', 'replace').strip()[:500]}")
-            state = StreamState()
-            chat, done, rest = s.api == "chat", False, b""
-            # Whatever the socket delivered, split into lines at once (an SSE event is a
-            # "data:" line and a blank one; a read often holds several events): one
-            # Python-level step per read, not per line or byte.
-            async for chunk in response.content.iter_any():
-                lines = (rest + chunk).split(b"\n")
-                rest = lines.pop()
-                if len(rest) > MAX_EVENT_BYTES:
-                    raise StreamError(f"an event is longer than {MAX_EVENT_BYTES} bytes")
-                for line in lines:
-                    if not line.startswith(b"data:"):
-                        continue  # blank separators, comments, other fields
-                    data = line[5:].strip()
-                    if data == b"[DONE]":
-                        done = True
-                        break
-                    try:
-                        payload = self._loads(data)
-                    except ValueError as exc:
-                        raise StreamError(f"malformed JSON in an event: {data[:200]!r}") from exc
-                    if read_event(state, payload, chat) and not state.first_sent:
-                        state.first_sent = True
-                        if self._on_first is not None:
-                            self._on_first(key, self._ids(state) or [0])
-                if done:
-                    break
-            self.chunks += state.chunks
-            if not done:
-                raise StreamError(f"the stream ended after {state.chunks} events without "
-                                  "'data: [DONE]' (cut off)")
-        return self._finish(state)
+        try:
+            text_prompt = s.prompt_as == "text" or s.api == "chat"
+            body = self._dumps(s.body(self._decode(list(prompt)) if text_prompt else prompt))
+        except Exception as exc:  # the tokenizer's or the encoder's: this request only
+            self.report(request, StreamError(f"the request could not be made: "
+                                             f"{type(exc).__name__}: {exc}"))
+            request.settle()
+            return
+        self._pools[request.url].request(request, body)
+
+    def report(self, request: SseRequest, error: BaseException | None) -> None:
+        """Tell LoadGen's side how ``request`` ended, once."""
+        request.reported = True
+        if self._closing:
+            return
+        self.chunks += request.state.chunks
+        where = f"{request.url}{self.settings.path()}: sample {request.index} (query {request.key})"
+        if error is None:
+            try:
+                ids, source = self._finish(request.state)
+            except StreamError as exc:
+                error = exc
+            else:
+                self._on_done(request.key, ids, source)
+                return
+        if isinstance(error, StreamError):
+            self._on_error(request.key, scrub(f"{where}: {error}", self.settings))
+        else:
+            self._on_error(request.key, f"{where}: {_describe(error, self.settings)}")
+
+    def watch(self, request: SseRequest) -> None:
+        """``request`` is on a connection: its timeouts count from now."""
+        self._live.add(request)
+        if not self._sweeping and self._loop is not None:
+            self._sweeping = True
+            self._loop.call_later(SWEEP_S, self._sweep)
+
+    def _sweep(self) -> None:
+        now = self.time()
+        for request in list(self._live):
+            request.check(now)
+        # Nothing on a connection, no timer: an idle client does not wake its loop.
+        self._sweeping = bool(self._live) and self._loop is not None and not self._closing
+        if self._sweeping and self._loop is not None:
+            self._loop.call_later(SWEEP_S, self._sweep)
+
+    def settle(self, request: SseRequest) -> None:
+        """``request`` no longer holds a connection: the next one may start."""
+        self._live.discard(request)
+        self._outstanding[request.url] -= 1
+        self._in_flight -= 1
+        if self._pending:
+            self._pump()
+
+    def first(self, request: SseRequest) -> None:
+        if self._on_first is not None:
+            self._on_first(request.key, self._ids(request.state) or [0])
 
     def _ids(self, state: StreamState) -> list[int]:
         if self.settings.token_source == "engine":
@@ -353,13 +303,7 @@ class EndpointClient:
 
 def _describe(exc: BaseException, settings: ClientSettings) -> str:
     """One line for a transport failure; the API key never appears in it."""
-    if isinstance(exc, asyncio.TimeoutError | TimeoutError):
-        text = (f"no response data within {settings.first_byte_timeout_s:g} s, or the "
-                f"request took over {settings.total_timeout_s:g} s (timeout)")
-    elif type(exc).__name__ in ("ClientPayloadError", "ServerDisconnectedError"):
-        text = f"the connection closed mid-stream (cut off): {type(exc).__name__}: {exc}"
-    else:
-        text = f"{type(exc).__name__}: {exc}"
+    text = str(exc) if isinstance(exc, TransportError) else f"{type(exc).__name__}: {exc}"
     with contextlib.suppress(IndexError):
         text = text.splitlines()[0]
     return scrub(text, settings)

@@ -82,7 +82,9 @@ class OpenAIBackend(BackendBase):
 
     name = "openai"
     Options = OpenAIOptions
-    requires: ClassVar[tuple[tuple[str, str], ...]] = (("aiohttp", "aiohttp"),)
+    # httptools parses the streamed responses; aiohttp serves the pre-flight probe.
+    requires: ClassVar[tuple[tuple[str, str], ...]] = (("httptools", "httptools"),
+                                                        ("aiohttp", "aiohttp"))
     extra = "openai"
 
     def load(self, card: object, max_batch_size: int) -> BackendInfo:

@@ -65,7 +65,7 @@ def _endpoint_sut(backend: OpenAIBackend, card: LLMCard, config: RunConfig,
                                   on_drain=on_drain,
                                   workers=default_workers() if workers < 0 else workers)
     details = {**record.details(), "client_workers": str(sut.workers)}
-    info = BackendInfo(name=backend.name, version=f"aiohttp {_version('aiohttp')}",
+    info = BackendInfo(name=backend.name, version=f"httptools {_version('httptools')}",
                        device="remote", thread_safe=True,
                        precision=f"as served by {details['engine']}",
                        weight_transformations="as served", details=details)

@@ -1,0 +1,216 @@
+"""Kept-alive HTTP/1.1 connections to one server, for the endpoint client's requests.
+
+The endpoint client sends one kind of request, a JSON ``POST`` whose response streams, so
+this module owns only that: a pool of asyncio connections per base URL, each request
+written as one preformatted byte string (request line, fixed headers, length, body), and
+each response parsed by ``httptools`` (llhttp, the parser uvloop's and uvicorn's servers
+use; it also undoes the chunked transfer coding). No response parser is written here.
+A general client (aiohttp) spent most of a request's CPU on per-request objects
+(request, payload, timers, header multidicts) that one fixed request does not need.
+
+A request is an ``Exchange``: the connection calls its ``head``/``body``/``complete`` as
+the parser reports them, and ``lost`` if the connection ends first. Nothing is retried.
+An idle connection is kept ``keepalive_s`` at most (under the server's own idle limit),
+and one the server closed while idle is dropped, never written to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Callable
+from typing import Protocol, cast
+from urllib.parse import urlsplit
+
+
+class TransportError(Exception):
+    """A connection failed; the message is one line, shown as it is."""
+
+
+class Exchange(Protocol):
+    """One request's side of a connection (what the parser reports, in order)."""
+
+    def sent(self, conn: Connection) -> None: ...
+    def head(self, status: int) -> None: ...
+    def body(self, data: bytes) -> None: ...
+    def complete(self) -> None: ...
+    def lost(self, exc: BaseException) -> None: ...
+
+
+class Connection(asyncio.Protocol):
+    """One kept-alive connection, one exchange at a time."""
+
+    def __init__(self, pool: Pool) -> None:
+        import httptools
+
+        self.pool = pool
+        self.parser = httptools.HttpResponseParser(self)
+        self.parser_error = httptools.HttpParserError
+        self.transport: asyncio.Transport | None = None
+        self.exchange: Exchange | None = None
+        self.pieces: list[bytes] = []  # the body's chunks from one read, handed over at once
+        self.idle_since = 0.0
+
+    # -- asyncio's side ----------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def data_received(self, data: bytes) -> None:
+        if self.exchange is None:  # bytes nobody asked for: the connection is unusable
+            self.close()
+            return
+        try:
+            self.parser.feed_data(data)
+            if self.pieces:
+                self.flush()
+        except self.parser_error as exc:
+            # A callback's own error (a malformed event) arrives as its context.
+            cause = exc.__context__ if type(exc).__name__ == "HttpParserCallbackError" else None
+            self.abort(cause if isinstance(cause, Exception)
+                       else TransportError(f"malformed HTTP response: {exc}"))
+        except Exception as exc:  # the exchange's own (a malformed event)
+            self.abort(exc)
+
+    def flush(self) -> None:
+        """Hand the body read so far to the exchange: one call a read, not one a chunk (a
+        server writes each event as its own chunk, and a read often holds several)."""
+        pieces = self.pieces
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        pieces.clear()
+        if self.exchange is not None:
+            self.exchange.body(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.pool.forget(self)
+        exchange, self.exchange = self.exchange, None
+        if exchange is not None:
+            # The exchange words it: mid-stream (cut off) or before any response.
+            exchange.lost(exc or ConnectionResetError("the server closed the connection"))
+
+    # -- httptools' side ---------------------------------------------------------------
+    def on_headers_complete(self) -> None:
+        if self.exchange is not None:
+            self.exchange.head(self.parser.get_status_code())
+
+    def on_body(self, body: bytes) -> None:
+        self.pieces.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.pieces:
+            self.flush()
+        exchange, self.exchange = self.exchange, None
+        # Back in the pool before the exchange hears of it: the request it lets start
+        # takes this connection, not a new one.
+        if self.parser.should_keep_alive():
+            self.pool.release(self)
+        else:
+            self.close()
+        if exchange is not None:
+            exchange.complete()
+
+    # -- the client's side -------------------------------------------------------------
+    def send(self, exchange: Exchange, request: bytes) -> None:
+        assert self.transport is not None
+        self.exchange = exchange
+        exchange.sent(self)
+        self.transport.write(request)
+
+    def abort(self, exc: BaseException) -> None:
+        """End the exchange with ``exc`` and the connection with it (its state is unknown)."""
+        exchange, self.exchange = self.exchange, None
+        self.close()
+        if exchange is not None:
+            exchange.lost(exc)
+
+    def close(self) -> None:
+        self.exchange = None
+        self.pieces.clear()
+        if self.transport is not None:
+            self.transport.close()
+        self.pool.forget(self)
+
+
+class Pool:
+    """Connections to one base URL: idle ones reused newest first, new ones on demand."""
+
+    def __init__(self, url: str, path: str, headers: dict[str, str], verify_tls: bool,
+                 connect_timeout_s: float, keepalive_s: float,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        parts = urlsplit(url + path)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise TransportError(f"{url}: not an http(s) URL")
+        self.host = parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.ssl: ssl.SSLContext | None = None
+        if parts.scheme == "https":
+            self.ssl = ssl.create_default_context()
+            if not verify_tls:  # ``insecure``: asked for by name, never the default
+                self.ssl.check_hostname = False
+                self.ssl.verify_mode = ssl.CERT_NONE
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        netloc = parts.netloc.rpartition("@")[2]
+        lines = [f"POST {target} HTTP/1.1", f"Host: {netloc}",
+                 *(f"{k}: {v}" for k, v in headers.items()), "Content-Length: "]
+        # Everything but the length, encoded once: a request is then three concatenations.
+        self.head = "\r\n".join(lines).encode("latin-1")
+        self.connect_timeout_s, self.keepalive_s = connect_timeout_s, keepalive_s
+        self.loop = loop
+        self.time = loop.time
+        self.idle: list[Connection] = []
+        self.open: set[Connection] = set()
+        self.connecting: set[asyncio.Task[None]] = set()
+
+    def request(self, exchange: Exchange, body: bytes) -> None:
+        """Send ``body`` on an idle connection, or on a new one; failures go to ``lost``."""
+        data = self.head + str(len(body)).encode() + b"\r\n\r\n" + body
+        idle, now = self.idle, self.time()
+        while idle:
+            conn = idle.pop()
+            transport = conn.transport
+            if (now - conn.idle_since < self.keepalive_s and transport is not None
+                    and not transport.is_closing()):
+                conn.send(exchange, data)
+                return
+            conn.close()  # idle too long: the server may be closing it right now
+        task = self.loop.create_task(self._connect(exchange, data))
+        self.connecting.add(task)
+        task.add_done_callback(self.connecting.discard)
+
+    async def _connect(self, exchange: Exchange, data: bytes) -> None:
+        factory: Callable[[], Connection] = lambda: Connection(self)  # noqa: E731
+        try:
+            _, conn = await asyncio.wait_for(
+                self.loop.create_connection(factory, self.host, self.port, ssl=self.ssl,
+                                            server_hostname=self.host if self.ssl else None),
+                self.connect_timeout_s)
+        except asyncio.CancelledError:
+            raise
+        except TimeoutError:
+            exchange.lost(TransportError(f"cannot connect to {self.host}:{self.port} within "
+                                         f"{self.connect_timeout_s:g} s (timeout)"))
+            return
+        except Exception as exc:  # refused, unreachable, TLS: one line each
+            exchange.lost(TransportError(f"cannot connect to {self.host}:{self.port}: "
+                                         f"{type(exc).__name__}: {exc}"))
+            return
+        self.open.add(conn)
+        conn.send(exchange, data)
+
+    def release(self, conn: Connection) -> None:
+        conn.idle_since = self.time()
+        self.idle.append(conn)
+
+    def forget(self, conn: Connection) -> None:
+        self.open.discard(conn)
+        if conn in self.idle:
+            self.idle.remove(conn)
+
+    def close(self) -> None:
+        """Cancel connects under way and close every connection. Exchanges hear nothing:
+        this is the client cancelling them, not a failure to report."""
+        for task in list(self.connecting):
+            task.cancel()
+        for conn in list(self.open):
+            conn.close()
+        self.idle.clear()
+

@@ -1,0 +1,188 @@
+"""One streamed response's Server-Sent Events, folded as the bytes arrive.
+
+``SseRequest`` is the endpoint client's side of one request on a pooled connection
+(``http_pool.Exchange``): the parser hands it each piece of the body, it splits the
+pieces into lines (one Python-level step per piece, not per line or byte), decodes each
+``data:`` line (orjson where installed) into a ``StreamState`` with ``read_event``, and
+``data: [DONE]`` ends it. It also judges the request's timeouts when its client's sweep asks
+(``check``): no data for the first-byte timeout, or longer than the total, aborts the
+connection. How a request ended goes to its
+client once (``report``); when it no longer holds a connection it is ``settle``d.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from suite.errors import BackendError
+from suite.llm.http_pool import TransportError
+
+if TYPE_CHECKING:
+    from suite.llm.http_pool import Connection
+
+ERROR_BODY_LIMIT = 2048  # bytes of an error response shown: evidence, not a flood
+MAX_EVENT_BYTES = 1 << 22  # one SSE line: a server that never ends a line is refused
+
+
+class StreamError(BackendError):
+    """One request failed; the message names what and is shown as it is."""
+
+
+@dataclass
+class StreamState:
+    """What one response has carried so far."""
+
+    ids: list[int] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    usage: int | None = None
+    finish_reason: str | None = None
+    chunks: int = 0
+    first_sent: bool = False
+
+
+def read_event(state: StreamState, payload: Any, chat: bool) -> bool:
+    """Fold one decoded ``data:`` event into ``state``; True if it carried output."""
+    if not isinstance(payload, dict):
+        raise StreamError(f"an event is not a JSON object: {str(payload)[:200]}")
+    if "error" in payload:
+        raise StreamError(f"the server sent an error event: {str(payload['error'])[:300]}")
+    usage = payload.get("usage")
+    if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+        state.usage = usage["completion_tokens"]
+    choices = payload.get("choices")
+    if not isinstance(choices, list):
+        raise StreamError(f"an event has no 'choices' list: {str(payload)[:200]}")
+    carried = False
+    for choice in choices:
+        if not isinstance(choice, dict):
+            raise StreamError(f"a choice is not a JSON object: {str(choice)[:200]}")
+        ids = choice.get("token_ids")
+        if ids:
+            # The elements are checked once, when the ids become LoadGen's int32 payload.
+            if type(ids) is not list:
+                raise StreamError(f"'token_ids' is not a list of integers: {str(ids)[:200]}")
+            state.ids.extend(ids)
+            carried = True
+        text = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
+        if text:
+            state.text.append(text)
+            carried = True
+        if choice.get("finish_reason"):
+            state.finish_reason = choice["finish_reason"]
+    state.chunks += 1
+    return carried
+
+
+class Client(Protocol):
+    """What a request needs of its client (``endpoint_client.EndpointClient``)."""
+
+    loads: Callable[[bytes], Any]
+    time: Callable[[], float]  # the loop's clock
+    timeouts: tuple[float, float]  # (first byte, total), seconds
+
+    def first(self, request: SseRequest) -> None: ...
+    def watch(self, request: SseRequest) -> None: ...
+    def report(self, request: SseRequest, error: BaseException | None) -> None: ...
+    def settle(self, request: SseRequest) -> None: ...
+
+
+class SseRequest:
+    """One sample's request and response (see the module docstring)."""
+
+    __slots__ = ("chat", "client", "conn", "done", "error_body", "index", "key", "last",
+                 "reported", "rest", "settled", "start", "state", "status", "url")
+
+    def __init__(self, client: Client, key: int, index: int, url: str,
+                 chat: bool) -> None:
+        self.client, self.key, self.index, self.url, self.chat = client, key, index, url, chat
+        self.state = StreamState()
+        self.rest = self.error_body = b""
+        self.status = 0
+        self.done = self.reported = self.settled = False
+        self.conn: Connection | None = None
+        self.start = self.last = 0.0
+
+    # -- the connection's side (http_pool.Exchange) ------------------------------------
+    def sent(self, conn: Connection) -> None:
+        self.conn = conn
+        self.start = self.last = conn.pool.time()
+        self.client.watch(self)
+
+    def head(self, status: int) -> None:
+        self.status = status
+        self.last = self.client.time()
+
+    def body(self, data: bytes) -> None:
+        self.last = self.client.time()
+        if self.reported:
+            return  # the end of a response already reported: drained for the connection
+        if self.status != 200:
+            if len(self.error_body) < ERROR_BODY_LIMIT:
+                self.error_body += data
+            return
+        lines = (self.rest + data).split(b"\n")
+        self.rest = lines.pop()
+        if len(self.rest) > MAX_EVENT_BYTES:
+            raise StreamError(f"an event is longer than {MAX_EVENT_BYTES} bytes")
+        state, loads = self.state, self.client.loads
+        for line in lines:
+            if not line.startswith(b"data:"):
+                continue  # blank separators, comments, other fields
+            event = line[5:].strip()
+            if event == b"[DONE]":
+                # Reported now; the connection is given back at the response's end.
+                self.done = True
+                self.client.report(self, None)
+                return
+            try:
+                payload = loads(event)
+            except ValueError as exc:
+                raise StreamError(f"malformed JSON in an event: {event[:200]!r}") from exc
+            if read_event(state, payload, self.chat) and not state.first_sent:
+                state.first_sent = True
+                self.client.first(self)
+
+    def complete(self) -> None:
+        if not self.reported:
+            self.client.report(self, self._http_error() or StreamError(
+                f"the stream ended after {self.state.chunks} events without "
+                "'data: [DONE]' (cut off)"))
+        self.settle()
+
+    def lost(self, exc: BaseException) -> None:
+        if not self.reported:
+            if not isinstance(exc, StreamError | TransportError):
+                exc = (TransportError(f"the connection closed mid-stream (cut off): "
+                                      f"{type(exc).__name__}: {exc}") if self.status
+                       else TransportError(f"the connection closed before a response: "
+                                           f"{type(exc).__name__}: {exc}"))
+            self.client.report(self, self._http_error() or exc)
+        self.settle()
+
+    # -- the client's side -------------------------------------------------------------
+    def _http_error(self) -> StreamError | None:
+        if self.status in (0, 200):
+            return None
+        text = self.error_body[:ERROR_BODY_LIMIT].decode("utf-8", "replace").strip()[:500]
+        return StreamError(f"HTTP {self.status}: {text}")
+
+    def check(self, now: float) -> None:
+        """Abort the request if it is past a timeout (the client's sweep calls this)."""
+        if self.settled or self.conn is None:
+            return
+        first_byte, total = self.client.timeouts
+        if now - self.start >= total:
+            error = TransportError(f"the request took over {total:g} s (timeout)")
+        elif now - self.last >= first_byte:
+            error = TransportError(f"no response data within {first_byte:g} s (timeout)")
+        else:
+            return
+        self.conn.abort(error)  # its lost() reports and settles this request
+
+    def settle(self) -> None:
+        if self.settled:
+            return
+        self.settled = True
+        self.client.settle(self)
