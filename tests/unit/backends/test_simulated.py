@@ -158,9 +158,12 @@ def test_calls_spread_over_the_devices_with_the_fewest_running(digits_card: Any,
                                                                 ) -> None:
     backend = loaded(digits_card, 16, profile="resnet50-4gpu-fp16")  # 4 devices x 2 streams
     monkeypatch.setattr(simulated, "_sleep", lambda s: None)  # return before the end
+    # A frozen clock: on a busy machine the first call could end (4.6 ms of simulated
+    # device time) before the eighth is placed, and the spread would depend on the load.
+    now = time.perf_counter()
+    monkeypatch.setattr(simulated.time, "perf_counter", lambda: now)
     for _ in range(8):
         backend.predict(np.zeros((1, 1, 8, 8), dtype=np.float32))
-    now = time.perf_counter()
     assert [device.running(now) for device in backend.devices._devices] == [2, 2, 2, 2]
 
 
