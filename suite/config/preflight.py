@@ -196,6 +196,12 @@ def _inspect(config: RunConfig, report: LintReport, forced: bool = False) -> Non
         report.findings.append(_finding(
             "LINT-FIXED", "warning", key, source, f"not submittable: {reason}",
             _fixed_hint(key, source)))
+    if config.sut.worker_model == "processes" and config.scenario is not Scenario.SERVER:
+        report.findings.append(_finding(  # it would fail at setup, after a run directory
+            "LINT-CONFIG", "error", "sut.worker_model",
+            config.provenance.get("sut.worker_model", ""),
+            f"sut.worker_model = 'processes' is implemented for Server only, not "
+            f"{config.scenario.value}", "leave it unset (threads) for this scenario"))
     cores = os.cpu_count() or 1
     if config.sut.workers > WORKERS_PER_CORE * cores:
         report.findings.append(_finding(

@@ -33,3 +33,14 @@ def test_a_quick_run_gives_one_reason_and_no_fixed_value_warning(tmp_path: Path)
     assert "LINT-FIXED" not in done.stderr and "remove the override" not in done.stderr
     reasons = [line for line in done.stdout.splitlines() if "not submittable:" in line]
     assert len(reasons) == 1 and "--quick" in reasons[0], done.stdout
+
+
+def test_worker_processes_outside_server_are_refused_before_a_run_directory(
+        tmp_path: Path) -> None:
+    """They would fail at setup, after a FAILED run directory was made."""
+    runs = tmp_path / "runs"
+    proc = run_cli("run", "--scenario", "offline", "--quick", "--backend", "null", "--set",
+                   'sut.worker_model="processes"', "--runs-dir", str(runs))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "sut.worker_model = 'processes' is implemented for Server only" in proc.stderr
+    assert not runs.exists()
