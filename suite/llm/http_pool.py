@@ -22,8 +22,10 @@ from collections.abc import Callable
 from typing import Protocol, cast
 from urllib.parse import urlsplit
 
+from suite.errors import BackendError
 
-class TransportError(Exception):
+
+class TransportError(BackendError):
     """A connection failed; the message is one line, shown as it is."""
 
 
