@@ -60,9 +60,12 @@ def _loadgen_span_s(detail_log: Path) -> float:
     return (max(times) - min(times)) / 1000
 
 
-def _one_run(tree: Path, runs: Path) -> dict[str, float]:
-    seconds, epoch, done = _wall([sys.executable, "-m", "suite", "run", "--quick", "--backend",
-                                  "null", "--scenario", "offline", "--runs-dir", str(runs)], tree)
+def _one_run(tree: Path, runs: Path,
+             args: tuple[str, ...] = ("--backend", "null")) -> dict[str, float]:
+    """One quick Offline ``suite run`` (``args``: the benchmark's), split as the module
+    docstring says."""
+    seconds, epoch, done = _wall([sys.executable, "-m", "suite", "run", "--quick", "--scenario",
+                                  "offline", "--runs-dir", str(runs), *args], tree)
     # 2 is an INVALID verdict (a busy machine can miss a quick run's latency figures):
     # the run's fixed cost is the same.
     if done.returncode not in (0, 2):

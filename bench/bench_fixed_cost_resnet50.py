@@ -18,14 +18,13 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_fixed_cost import _loadgen_span_s  # noqa: E402
+from bench_fixed_cost import _one_run  # noqa: E402
 from bench_models import fixture_module  # noqa: E402
 
 PLAIN = """
@@ -40,23 +39,10 @@ print(time.perf_counter() - start)
 
 
 def one_run(dataset: Path, model: Path, cache: Path, runs: Path) -> dict[str, float]:
-    epoch, start = time.time(), time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "suite", "run", "--benchmark", "resnet50",
-                           "--scenario", "offline", "--quick", "--dataset-path", str(dataset),
-                           "--model-path", str(model), "--runs-dir", str(runs),
-                           "--set", "loadgen.expected_qps=50",
-                           "--set", f'data.cache_dir="{cache}"'],
-                          capture_output=True, text=True, cwd=REPO, check=False)
-    total = time.perf_counter() - start
-    if done.returncode not in (0, 2):
-        raise RuntimeError(f"suite run failed ({done.returncode}): {done.stderr[-2000:]}")
-    (detail,) = runs.glob("*/performance/mlperf_log_detail.txt")
-    span = _loadgen_span_s(detail)
-    spec_at = (detail.parent / "child_spec.json").stat().st_mtime - epoch
-    end = detail.stat().st_mtime - epoch
-    return {"total_s": round(total, 3), "fixed_s": round(total - span, 3),
-            "parent_s": round(spec_at, 3), "child_start_s": round(end - span - spec_at, 3),
-            "after_s": round(total - end, 3)}
+    split = _one_run(REPO, runs, ("--benchmark", "resnet50", "--dataset-path", str(dataset),
+                                  "--model-path", str(model), "--set", "loadgen.expected_qps=50",
+                                  "--set", f'data.cache_dir="{cache}"'))
+    return {f"{key}_s": round(value, 3) for key, value in split.items()}
 
 
 def measure(tmp: Path, repeats: int, images: int) -> dict[str, Any]:

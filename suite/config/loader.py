@@ -25,6 +25,7 @@ and the file it came from and suggesting the closest valid name.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import platform
 import re
@@ -170,9 +171,16 @@ def every_round_benchmark(paths: Paths) -> tuple[str, ...]:
     for round_name in available_rounds(paths):
         if round_name.startswith("v"):  # only the names: the run's own round is validated
             path = paths.run_rules / f"{round_name}.toml"
-            data = parse_toml(decode_utf8(path.read_bytes(), str(path)), str(path))
-            names.update(dict.fromkeys(data.get("benchmarks", {})))
+            names.update(dict.fromkeys(_benchmark_names(str(path), path.stat().st_mtime_ns)))
     return tuple(names)
+
+
+@functools.lru_cache(maxsize=16)
+def _benchmark_names(path: str, mtime_ns: int) -> tuple[str, ...]:
+    """A rules file's benchmark names, read once per version of the file (``suite tune``
+    resolves a config per probe)."""
+    data = parse_toml(decode_utf8(Path(path).read_bytes(), path), path)
+    return tuple(data.get("benchmarks", {}))
 
 
 def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSet]:
