@@ -24,7 +24,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_fixed_cost import _one_run  # noqa: E402
+from bench_fixed_cost import _one_run, plain_run  # noqa: E402
 from bench_models import fixture_module  # noqa: E402
 
 PLAIN = """
@@ -52,12 +52,14 @@ def measure(tmp: Path, repeats: int, images: int) -> dict[str, Any]:
     fixture.write_dataset(dataset, images)
     fixture.export_model(model)
     cold = one_run(dataset, model, cache, tmp / "runs-cold")
-    warm, plain = [], []
+    warm, plain, harness = [], [], []
     for i in range(repeats):
         warm.append(one_run(dataset, model, cache, tmp / f"runs-{i}"))
         done = subprocess.run([sys.executable, "-c", PLAIN, str(model), str(cache),
                                str(images)], capture_output=True, text=True, check=True)
         plain.append(float(done.stdout.strip()))
+        (crops,) = cache.glob("imagenet2012-val-*/crops.npy")
+        harness.append(plain_run(tmp / f"runs-{i}", model, crops, "ort", 16))
 
     def median(values: list[float]) -> float:
         return round(sorted(values)[len(values) // 2], 3)
@@ -65,7 +67,10 @@ def measure(tmp: Path, repeats: int, images: int) -> dict[str, Any]:
     fixed = median([w["fixed_s"] for w in warm])
     return {"images": images, "repeats": repeats, "cold": cold, "warm": warm,
             "warm_fixed_s": fixed, "plain_script_s": median(plain),
-            "ratio_fixed_over_plain": round(fixed / median(plain), 2)}
+            "ratio_fixed_over_plain": round(fixed / median(plain), 2),
+            "plain_loadgen_fixed_s": median(harness),
+            "ratio_fixed_over_plain_loadgen": median(
+                [w["fixed_s"] / h for w, h in zip(warm, harness, strict=True)])}
 
 
 def main() -> int:

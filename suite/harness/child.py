@@ -44,9 +44,9 @@ from suite.harness import signals
 from suite.harness.loadgen import Completer, run_test
 from suite.harness.offline_rate import warm_up
 from suite.harness.output_contract import OutputContract
-from suite.harness.progress import LiveEstimator, LiveStatus
+from suite.harness.progress import LiveEstimator, observe_sut
 from suite.harness.settings import LoadGenSettings
-from suite.harness.sut.batch_stats import BatchStats, BatchTail
+from suite.harness.sut.batch_stats import BatchTail
 from suite.harness.sut.core import SystemUnderTest
 from suite.harness.sut.loading import load_model
 from suite.harness.sut.workers import WorkerSpec
@@ -137,6 +137,9 @@ class _State:
 
     def __init__(self) -> None:
         self.stage = "starting"
+        #: (stage, monotonic start) of each setup stage, in order: status.json's
+        #: ``setup_stages_s`` says where a run's time before LoadGen went.
+        self.stages: list[tuple[str, float]] = [(self.stage, time.monotonic())]
         self.sut: SystemUnderTest | None = None
         #: Set just before LoadGen starts: from then on a stop drains instead of exiting.
         self.running = False
@@ -148,6 +151,13 @@ class _State:
 
     def enter(self, stage: str) -> None:
         self.stage = stage
+        self.stages.append((stage, time.monotonic()))
+
+    def stage_seconds(self) -> dict[str, float]:
+        """Seconds spent in each stage before ``running`` (the test's own time)."""
+        ends = [start for _, start in self.stages[1:]]
+        return {name: round(end - start, 4)
+                for (name, start), end in zip(self.stages, ends, strict=False)}
 
     def first_stop(self, reason: str) -> bool:
         with self._lock:
@@ -172,7 +182,7 @@ def _heartbeat(out: TextIO, state: _State, every: float, done: threading.Event) 
         live: dict[str, Any] = {}
         if state.running and state.live is not None and sut is not None:
             try:
-                live = {"live": _observe(state.live, sut, tail).to_json()}
+                live = {"live": observe_sut(state.live, sut, tail).to_json()}
             except Exception as exc:
                 # The estimate must never silence the heartbeat (the parent kills a silent
                 # child): it stops, says why, and the warnings so far stay recorded.
@@ -197,22 +207,6 @@ def _heartbeat(out: TextIO, state: _State, every: float, done: threading.Event) 
             return  # the parent went away; the control pipe's EOF stops the test
         if finished:
             return
-
-
-def _observe(estimator: LiveEstimator, sut: SystemUnderTest, tail: BatchTail) -> LiveStatus:
-    # Issued before completed: a backlog read the other way round could count samples
-    # completed after the issue count was taken. Samples, not ``issue_calls``: with
-    # LoadGen's coalescing (an overloaded Server) one call carries many samples. The LLM
-    # SUT counts calls only.
-    issued: int = getattr(sut, "issued_samples", sut.issue_calls)
-    return estimator.observe(sut.completer.completed, issued, tail.new(_worker_stats(sut)))
-
-
-def _worker_stats(sut: SystemUnderTest) -> list[BatchStats]:
-    """The worker threads' batch records; none for worker processes (their phases stay
-    in the workers) or the LLM SUT, whose estimate then has rates and backlog only."""
-    stats: list[BatchStats] = getattr(sut, "worker_stats", [])
-    return stats
 
 
 def _stop(state: _State, status: _Status, reason: str) -> None:
@@ -331,7 +325,8 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
     finally:
         sut.stop()
         done.set()
-    extra = {"loadgen_returned": True, "duration_s": round(time.monotonic() - started, 3)}
+    extra = {"loadgen_returned": True, "duration_s": round(time.monotonic() - started, 3),
+             "setup_stages_s": state.stage_seconds()}
     if state.interrupted.is_set():
         status.write("interrupted", EXIT_INTERRUPTED, sut, reason=state.reason, **extra)
         return EXIT_INTERRUPTED
@@ -397,4 +392,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    # All the run keeps is on disk and the SUT has stopped (workers joined, shared memory
+    # unlinked): skip tearing down the model, dataset and frozen heap the parent waits on.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)

@@ -274,3 +274,16 @@ def describe(status: LiveStatus) -> str:
     if status.warnings:
         text += f"  WARNING: {status.warnings[-1]}"
     return text
+
+
+def observe_sut(estimator: LiveEstimator, sut: Any, tail: Any) -> LiveStatus:
+    """One beat of a running SUT (``sut.core.SystemUnderTest`` or the LLM SUT) through
+    ``tail`` (``sut.batch_stats.BatchTail``)."""
+    # Issued before completed: a backlog read the other way round could count samples
+    # completed after the issue count was taken. Samples, not ``issue_calls``: with
+    # LoadGen's coalescing (an overloaded Server) one call carries many samples. The LLM
+    # SUT counts calls only. Worker processes and the LLM SUT keep no per-batch records
+    # here (``worker_stats``): their estimate has rates and backlog only.
+    issued: int = getattr(sut, "issued_samples", sut.issue_calls)
+    completed: int = sut.completer.completed
+    return estimator.observe(completed, issued, tail.new(getattr(sut, "worker_stats", [])))

@@ -87,7 +87,7 @@ def prepare(request: ConfigRequest, paths: Paths | None = None, *,
         raise ConfigError(f"pre-flight: {where}{first.message}", hint=first.hint)
     config, rules = resolved
     card = load_card(paths, config.benchmark).with_model_path(config.data.model_path)
-    model = check_model(card)
+    model = check_model(card, paths.cache)
     # Missing packages, GPU or driver fail here, before a run directory or LoadGen.
     backends.ensure_available(config.backend, config.backend_options)
     return config, rules, card, model, paths
@@ -120,13 +120,21 @@ def run(request: ConfigRequest, paths: Paths | None = None,
         started.discard()
 
 
+#: The built-in backends that generate text (the rest run fixed-shape models).
+GENERATING_BACKENDS = frozenset({"openai", "torch-llm"})
+
+
 def _refuse_wrong_kind(benchmark: str, backend: str, llm: bool) -> None:
     """A backend that cannot run this kind of card fails here, before any run directory."""
-    from suite.backends import backend_class
-    from suite.llm.backend import TorchLLMBackend
-    from suite.llm.openai_backend import OpenAIBackend
+    from suite.backends import BUILTIN, backend_class
 
-    generates = issubclass(backend_class(backend), TorchLLMBackend | OpenAIBackend)
+    if backend in BUILTIN:  # known without importing either (asyncio, torch: 25 ms and more)
+        generates = backend in GENERATING_BACKENDS
+    else:
+        from suite.llm.backend import TorchLLMBackend
+        from suite.llm.openai_backend import OpenAIBackend
+
+        generates = issubclass(backend_class(backend), TorchLLMBackend | OpenAIBackend)
     if llm and not generates:
         raise ConfigError(f"backend '{backend}' cannot run the text-generation benchmark "
                           f"'{benchmark}'", hint="use --backend torch-llm (in-process) or "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -231,36 +232,60 @@ def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch,
     interrupted, killed = "", ""
     stop_deadline: float | None = None
     setup_deadline = time.monotonic() + _setup_limit(config)
-    while True:
-        try:
-            if child.poll() is not None:
-                return interrupted, killed
-            now = time.monotonic()
-            if stop_deadline is not None and now > stop_deadline:
-                child.kill()
-                killed = "the child did not stop after the interrupt"
-            elif now - watch.last_beat > _liveness_limit(config, watch):
-                child.kill()
-                killed = (f"the child sent no heartbeat for {now - watch.last_beat:.0f} s "
-                          "and was killed")
-            elif watch.setup and now > setup_deadline and not interrupted:
-                child.kill()
-                killed = (f"setup did not finish within {_setup_limit(config):g} s (stage: "
-                          f"{watch.stage}); the child was killed")
-            time.sleep(0.05)
-        except KeyboardInterrupt as exc:
-            if interrupted:  # a second Ctrl-C: stop waiting politely
-                child.kill()
-                killed = "killed after a second interrupt"
-                continue
-            # ``signals.interrupt_on_termination`` names the signal; Ctrl-C names none.
-            interrupted = str(exc.args[0]) if exc.args else "Ctrl-C"
-            on_stop(interrupted)
-            with contextlib.suppress(BrokenPipeError, OSError, ValueError):
-                assert child.stdin is not None
-                child.stdin.write("stop\n")
-                child.stdin.flush()
-            stop_deadline = time.monotonic() + config.sut.drain_grace_s + 15.0
+    with _ExitWatch(child.pid) as exited:
+        while True:
+            try:
+                if child.poll() is not None:
+                    return interrupted, killed
+                now = time.monotonic()
+                if stop_deadline is not None and now > stop_deadline:
+                    child.kill()
+                    killed = "the child did not stop after the interrupt"
+                elif now - watch.last_beat > _liveness_limit(config, watch):
+                    child.kill()
+                    killed = (f"the child sent no heartbeat for {now - watch.last_beat:.0f} s "
+                              "and was killed")
+                elif watch.setup and now > setup_deadline and not interrupted:
+                    child.kill()
+                    killed = (f"setup did not finish within {_setup_limit(config):g} s (stage: "
+                              f"{watch.stage}); the child was killed")
+                exited.nap(0.05)
+            except KeyboardInterrupt as exc:
+                if interrupted:  # a second Ctrl-C: stop waiting politely
+                    child.kill()
+                    killed = "killed after a second interrupt"
+                    continue
+                # ``signals.interrupt_on_termination`` names the signal; Ctrl-C names none.
+                interrupted = str(exc.args[0]) if exc.args else "Ctrl-C"
+                on_stop(interrupted)
+                with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+                    assert child.stdin is not None
+                    child.stdin.write("stop\n")
+                    child.stdin.flush()
+                stop_deadline = time.monotonic() + config.sut.drain_grace_s + 15.0
+
+
+class _ExitWatch:
+    """Naps until a process exits or the nap ends: a pidfd wakes the parent the moment the
+    child ends (a plain 50 ms poll cost every run 25 ms on average)."""
+
+    def __init__(self, pid: int) -> None:
+        self.fd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):  # before Linux 5.3: plain naps
+            self.fd = os.pidfd_open(pid)
+
+    def __enter__(self) -> _ExitWatch:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+    def nap(self, seconds: float) -> None:
+        if self.fd is None:
+            time.sleep(seconds)
+        else:
+            select.select([self.fd], [], [], seconds)
 
 
 def collect_test(config: RunConfig, mode: Mode, test_dir: Path, returncode: int,

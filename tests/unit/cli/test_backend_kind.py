@@ -34,3 +34,25 @@ def test_a_backend_of_the_wrong_kind_fails_before_any_run_directory(
     assert done.returncode == 1, done.stdout + done.stderr
     assert expected in done.stderr
     assert not runs.exists()
+
+
+def test_the_generating_backends_are_the_built_ins_whose_classes_generate() -> None:
+    # The kind check knows built-in names without importing them (asyncio, torch): the
+    # list must say what the classes do.
+    from suite.backends import BUILTIN, backend_class
+    from suite.errors import ConfigError
+    from suite.harness.run import GENERATING_BACKENDS
+    from suite.llm.backend import TorchLLMBackend
+    from suite.llm.openai_backend import OpenAIBackend
+
+    checked = 0
+    for name in BUILTIN:
+        try:
+            cls = backend_class(name)
+        except ConfigError as exc:  # a framework this machine lacks, named in the message
+            print(f"not checked: {name}: {exc}")
+            continue
+        assert issubclass(cls, TorchLLMBackend | OpenAIBackend) == (
+            name in GENERATING_BACKENDS), name
+        checked += 1
+    assert set(BUILTIN) >= GENERATING_BACKENDS and checked >= 5

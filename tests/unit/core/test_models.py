@@ -53,3 +53,41 @@ def test_card_accuracy_target_is_99_percent_of_reference() -> None:
     assert rules["accuracy_target"] == pytest.approx(card.accuracy.reference_fp32 * 0.99, abs=5e-4)
     assert rules["dataset_size"] == card.dataset.model_dump()["validation_samples"]
 
+
+
+def test_model_digests_are_remembered_until_the_file_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+    import json
+    import os
+
+    from suite import models
+
+    monkeypatch.setattr(models, "_RACY_S", -1.0)  # the file below is seconds old
+    model, cache = tmp_path / "model.onnx", tmp_path / "cache"
+    model.write_bytes(b"a" * 4096)
+    want = (hashlib.sha256(b"a" * 4096).hexdigest(), hashlib.md5(b"a" * 4096).hexdigest())
+    assert models.model_digests(model, md5=True, cache=cache) == want
+    # The second call reads the record, not the file: a planted record proves it.
+    store = cache / models.DIGESTS_FILE
+    record = json.loads(store.read_text())
+    (key,) = record
+    record[key] = ["f" * 64, "e" * 32]
+    store.write_text(json.dumps(record))
+    assert models.model_digests(model, md5=True, cache=cache) == ("f" * 64, "e" * 32)
+    assert models.model_digests(model, md5=False, cache=cache) == ("f" * 64, "")
+    # Same size, same modification time, new bytes: the change time moved, so it is hashed.
+    before = model.stat()
+    model.write_bytes(b"b" * 4096)
+    os.utime(model, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert models.model_digests(model, md5=False, cache=cache)[0] == \
+        hashlib.sha256(b"b" * 4096).hexdigest()
+
+
+def test_a_file_changed_just_now_is_hashed_and_not_remembered(tmp_path: Path) -> None:
+    from suite import models
+
+    model, cache = tmp_path / "model.onnx", tmp_path / "cache"
+    model.write_bytes(b"fresh")
+    assert models.model_digests(model, md5=False, cache=cache)[1] == ""
+    assert not (cache / models.DIGESTS_FILE).exists()

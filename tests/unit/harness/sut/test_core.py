@@ -276,6 +276,28 @@ def test_server_wait_is_derived_from_the_bound_and_the_batch_latency() -> None:
     assert sut.max_wait_s == pytest.approx(sut.derived["max_wait_us"] / 1e6, abs=1e-6)
 
 
+class SharedWarmBackend(EchoBackend):
+    """Like CPU onnxruntime: one warm-up serves every worker thread."""
+
+    @property
+    def warm_per_thread(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize(("scenario", "sizes"), [
+    (Scenario.OFFLINE, [1, 1]),  # full batches all test long: a cold first one costs ~0
+    (Scenario.SERVER, [1, 8, 1, 8]),  # batch latencies derive the policy
+    (Scenario.SINGLE_STREAM, [1, 8, 1, 8]),
+])
+def test_the_warm_up_predicts_the_largest_batch_except_in_offline(
+        scenario: Scenario, sizes: list[int]) -> None:
+    backend = SharedWarmBackend()
+    sut, _ = make_sut(scenario, backend, max_batch_size=8, workers=1)
+    sut.config = sut.config.model_copy(update={"warmup_batches": 2})
+    sut.warmup()
+    assert backend.batch_sizes == sizes
+
+
 def test_server_wait_collapses_at_light_load_and_grows_under_load() -> None:
     sut, done = make_sut(Scenario.SERVER, EchoBackend(), max_batch_size=4, max_wait_us=2000,
                          workers=1)
