@@ -44,6 +44,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import bench_checker  # noqa: E402
 import bench_endpoint  # noqa: E402
 import bench_fixed_cost  # noqa: E402
+import bench_fixed_cost_resnet50  # noqa: E402
 import bench_llm  # noqa: E402
 import bench_simulated  # noqa: E402
 import numpy as np  # noqa: E402
@@ -296,6 +297,8 @@ def main() -> int:
             "simulated": None if args.skip_simulated else bench_simulated.measure(
                 args.seconds, 5, tmp / "simulated"),
             "fixed_cost": bench_fixed_cost.measure(tmp / "fixed_cost", args.repeats),
+            "fixed_cost_resnet50": None if args.skip_resnet50 else
+            bench_fixed_cost_resnet50.measure(tmp / "fixed_cost_resnet50", 3, 500),
             "checker": bench_checker.measure(tmp / "checker"),
             # tinylm Offline against the best raw static batch, and the harness's CPU
             # share; small settings (about a minute): the Server ladders are bench_llm.py's
@@ -442,6 +445,16 @@ def _rows(report: dict[str, Any]) -> _Rows:
                       f"{fixed['fixed_cost_s']:.2f} (parent {fixed.get('parent_s', 0):.2f}, "
                       f"child start {fixed.get('child_start_s', 0):.2f}, after "
                       f"{fixed.get('after_s', 0):.2f})")
+        stated = fixed.get("stated_rate") or {}
+        table.add_row("  same, plain LoadGen harness on the same settings / at a stated rate",
+                      f"{fixed.get('plain_loadgen_fixed_s', 0):.2f} / ours "
+                      f"{stated.get('fixed_cost_s', 0):.2f}, plain "
+                      f"{stated.get('plain_loadgen_fixed_s', 0):.2f}")
+    resnet_fixed = report.get("fixed_cost_resnet50")
+    if resnet_fixed:
+        table.add_row("a ResNet-50 quick run's fixed cost outside LoadGen, s",
+                      f"{resnet_fixed['warm_fixed_s']:.2f} (plain LoadGen harness "
+                      f"{resnet_fixed['plain_loadgen_fixed_s']:.2f})")
     llm = (report.get("llm") or {}).get("offline")
     if llm:
         table.add_row("tinylm Offline tokens/s, ours", f"{llm['ours_tokens_per_s']:,.0f}")

@@ -145,6 +145,49 @@ def test_the_first_byte_and_total_timeouts_fail_the_request(mode: str, expected:
             client.close()
 
 
+@contextmanager
+def _never_accepting() -> Iterator[str]:
+    """A loopback port whose accept queue is full: the kernel drops every further SYN, so
+    a connect neither succeeds nor is refused (as a host behind a silent firewall)."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = []
+        for _ in range(4):  # more than the queue holds: the extra ones wait in SYN-SENT
+            filler = socket.socket()
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+            fillers.append(filler)
+        time.sleep(0.1)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+def test_a_connect_that_never_completes_fails_the_request_at_its_timeout() -> None:
+    with _never_accepting() as url:
+        done: list[object] = []
+        settings = ClientSettings(urls=(url,), model="m", connect_timeout_s=0.3)
+        client = EndpointClient(settings, lambda t: [], lambda i: "", None,
+                                lambda k, ids, src: done.append(ids),
+                                lambda k, message: done.append(message))
+        client.start()
+        try:
+            start = time.monotonic()
+            message = str(_one(client, done, 0))
+            assert time.monotonic() - start < 2
+        finally:
+            client.close()
+    port = url.rsplit(":", 1)[1]
+    assert f"cannot connect to 127.0.0.1:{port} within 0.3 s (timeout)" in message, message
+    assert "sample 0" in message, message
+
+
 def test_close_cancels_a_request_in_flight_within_a_second() -> None:
     with _server(False, "stall") as (url, _):
         done: list[object] = []
