@@ -69,7 +69,11 @@ def _endpoint_sut(backend: OpenAIBackend, card: LLMCard, config: RunConfig,
                        device="remote", thread_safe=True,
                        precision=f"as served by {details['engine']}",
                        weight_transformations="as served", details=details)
-    return cast(LLMSystemUnderTest, sut), asdict(info)
+    # ``run``: what each client process spent, filled in when the SUT stops (the key is
+    # there from the start, so filling it never resizes the dict a status may be writing)
+    backend_record = {**asdict(info), "run": {"client_workers": sut.workers}}
+    sut.backend_record = backend_record
+    return cast(LLMSystemUnderTest, sut), backend_record
 
 
 def _version(package: str) -> str:

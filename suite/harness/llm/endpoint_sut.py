@@ -10,6 +10,14 @@ later one, is answered at once with no tokens, so LoadGen ends within moments.
 It offers the surface of ``LLMSystemUnderTest`` (issue/flush/load/unload, warmup/start/
 stop/drain/abandon, ``failures``, ``completer``, the batch profile), so
 ``suite.harness.child`` runs it unchanged.
+
+**What each client process spent** (``run_record``): when the run stops, LoadGen's process
+(``parent``: the CPU of all its threads, LoadGen's own included, and the samples it
+completed) and each client worker process (``workers``: its CPU, requests and SSE events,
+as ``endpoint_workers`` reports them), with the samples LoadGen issued. It becomes the
+backend record's ``run`` (``backend_record``, the dict the child writes to ``status.json``
+``backend``, which ``result.json`` keeps), so ``bench/bench_endpoint.py`` derives the
+client's CPU per request and per event, and its ceiling, from the run's own record.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from suite.harness.llm.endpoint_workers import ClientWorkers
+from suite.harness.llm.endpoint_workers import ClientWorkers, cpu_s, process_record
 from suite.harness.loadgen import TokenCompleter
 from suite.harness.sut.failures import FailureLog
 from suite.llm.dataset import LLMDataset, tokenizer_spec
@@ -46,6 +54,11 @@ class EndpointSystemUnderTest:
         self._lock = threading.Lock()  # completions, drain and issue never interleave
         self._cpu_start: tuple[float, float] | None = None
         self._cpu_spent: tuple[float, float] | None = None
+        self.samples_issued = 0
+        self._indices: set[int] = set()
+        self.completed = 0
+        #: The backend's record (``status.json`` ``backend``): ``stop`` sets its ``run``.
+        self.backend_record: dict[str, Any] | None = None
         tokenizer = dataset.tokenizer
         first = self._first if report_first_token else None
         self.workers = workers
@@ -59,8 +72,10 @@ class EndpointSystemUnderTest:
     def issue(self, ids: list[int], indices: list[int]) -> None:
         self.issue_calls += 1
         if self._cpu_start is None:
-            self._cpu_start = (time.process_time(), time.perf_counter())
+            self._cpu_start = (cpu_s(), time.perf_counter())
         with self._lock:
+            self.samples_issued += len(ids)
+            self._indices.update(indices)
             if self.draining.is_set():
                 self.completer.complete_empty(ids)
                 return
@@ -90,6 +105,7 @@ class EndpointSystemUnderTest:
             self._outstanding.discard(key)
             self.completer.complete([(key, ids)])
             self.tokens_out += len(ids)
+            self.completed += 1
             self.sources[source] = self.sources.get(source, 0) + 1
 
     def _error(self, key: int, message: str) -> None:
@@ -112,8 +128,33 @@ class EndpointSystemUnderTest:
     def stop(self) -> None:
         if self._cpu_start is not None and self._cpu_spent is None:
             cpu, wall = self._cpu_start
-            self._cpu_spent = (time.process_time() - cpu, time.perf_counter() - wall)
+            self._cpu_spent = (cpu_s() - cpu, time.perf_counter() - wall)
         self.client.close()
+        record = self.backend_record
+        if record is not None and "parent" not in record.get("run", {}):
+            # One assignment to a key that exists: a status written from another thread
+            # at this moment sees the old record or the new one, never a dict resized.
+            record["run"] = self.run_record()
+
+    def run_record(self) -> dict[str, Any]:
+        """What each client process spent and streamed (see the module docstring)."""
+        start = self._cpu_start
+        in_process = not self.workers
+        workers = list(getattr(self.client, "records", []))
+        return {
+            "client_workers": self.workers,
+            "wall_s": round(self._cpu_spent[1], 6) if self._cpu_spent else 0.0,
+            "samples_issued": self.samples_issued,
+            "samples_distinct": len(self._indices),
+            # LoadGen's process: the samples it completed; the SSE events it parsed
+            # itself (none where worker processes stream)
+            "parent": process_record(
+                "loadgen", start[0] if start else None, self.completed,
+                self.client.chunks if in_process else 0,
+                streamed=self.client.requests if in_process else 0),
+            "workers": workers,
+            "workers_reported": len(workers),
+        }
 
     def drain(self) -> None:
         """Answer every outstanding sample now (no tokens) and every later one at once."""
@@ -132,7 +173,7 @@ class EndpointSystemUnderTest:
         self.client.close()
 
     def batch_profile(self) -> dict[str, Any]:
-        worker_cpu = getattr(self.client, "worker_cpu_s", 0.0)
+        worker_cpu = float(getattr(self.client, "worker_cpu_s", 0.0))
         return {"kind": "endpoint", "client_workers": self.workers,
                 "requests": self.client.requests, "sse_events": self.client.chunks,
                 "tokens": self.tokens_out, "token_ids_from": dict(self.sources),

@@ -8,7 +8,12 @@ holds the prompts (sent once at start) and answers with batches of events: ``f``
 (first token), ``d`` (done: ids and where they came from) and ``e`` (an error line).
 Events that happen in the same turn of a worker's loop travel together, so a busy worker
 sends one message for many completions. Each sample goes to the worker with the fewest
-outstanding. At ``close`` each worker reports its CPU seconds, requests and SSE events.
+outstanding.
+
+When it stops, each worker reports its own record (``process_record``): its pid, its CPU
+(user + system, ``getrusage(RUSAGE_SELF)``) in all and since the first sample it was sent,
+the requests it streamed and the SSE events they brought. ``records`` holds them, in
+worker order, for the run's record (``EndpointSystemUnderTest.run_record``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import resource
 import threading
 import time
 from collections.abc import Sequence
@@ -38,8 +44,25 @@ def default_workers() -> int:
     return max(1, min(8, (os.cpu_count() or 1) // 4))
 
 
+def cpu_s() -> float:
+    """This process's CPU seconds so far, user + system, over all its threads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_record(role: str, cpu_since: float | None, requests: int, chunks: int,
+                   **more: Any) -> dict[str, Any]:
+    """One client process's record: its CPU in all (``cpu_s``) and since ``cpu_since``
+    (``run_cpu_s``: the CPU when it was handed its first sample; 0 where it was never
+    handed one), and what it streamed."""
+    now = cpu_s()
+    return {"role": role, "pid": os.getpid(), "cpu_s": round(now, 6),
+            "run_cpu_s": round(now - cpu_since, 6) if cpu_since is not None else 0.0,
+            "requests": requests, "chunks": chunks, **more}
+
+
 def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]],
-            spec: tuple[str, Any, int]) -> None:
+            spec: tuple[str, Any, int], index: int = 0) -> None:
     """A worker process: stream what the parent sends, send back batches of events."""
     from suite.llm.dataset import tokenizer_from_spec
 
@@ -74,16 +97,17 @@ def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]]
             if items is None:
                 break
             if not started:
-                started.append(time.process_time())
-            client.submit([(key, index, prompts[index]) for key, index in items])
+                started.append(cpu_s())
+            client.submit([(key, sample, prompts[sample]) for key, sample in items])
     except (EOFError, OSError):
         pass  # the parent went away: stop
     finally:
         client.close()
-        cpu = time.process_time() - (started[0] if started else time.process_time())
+        record = process_record("worker", started[0] if started else None, client.requests,
+                                client.chunks, index=index)
         with contextlib.suppress(OSError, BrokenPipeError):
             flush()
-            conn.send([("stats", cpu, client.requests, client.chunks)])
+            conn.send([("stats", record)])
         conn.close()
 
 
@@ -105,6 +129,8 @@ class ClientWorkers:
         self._lock = threading.Lock()
         self.requests = self.chunks = 0
         self.worker_cpu_s = 0.0
+        #: Each worker's ``process_record`` as it stopped (see the module docstring).
+        self.records: list[dict[str, Any]] = []
         self._ready = threading.Barrier(count + 1)
 
     def start(self) -> None:
@@ -113,7 +139,7 @@ class ClientWorkers:
             parent, child = context.Pipe()
             proc = context.Process(target=_worker, name=f"endpoint-client-{index}",
                                    args=(child, self._settings, self._prompts,
-                                         self._tokenizer), daemon=True)
+                                         self._tokenizer, index), daemon=True)
             proc.start()
             child.close()
             self._conns.append(parent)
@@ -144,10 +170,12 @@ class ClientWorkers:
             self._conns[worker].send(batch)
 
     def _read(self, index: int) -> None:
-        conn, ready = self._conns[index], False
+        conn, ready, received = self._conns[index], False, 0
         try:
             while True:
-                for event in conn.recv():
+                events = conn.recv()
+                received += 1
+                for event in events:
                     kind = event[0]
                     if kind == "f" and self._on_first is not None:
                         self._on_first(event[1], [event[2]])
@@ -164,10 +192,14 @@ class ClientWorkers:
                         ready = True
                         self._ready.wait(timeout=120)
                     elif kind == "stats":
+                        # and the messages (batches of events) the parent read from it
+                        record = {**event[1], "messages": received}
                         with self._lock:
-                            self.worker_cpu_s += event[1]
-                            self.requests += event[2]
-                            self.chunks += event[3]
+                            self.worker_cpu_s += record["run_cpu_s"]
+                            self.requests += record["requests"]
+                            self.chunks += record["chunks"]
+                            self.records.append(record)
+                            self.records.sort(key=lambda r: int(r["index"]))
                         return
         except (EOFError, OSError, threading.BrokenBarrierError):
             if not ready:
