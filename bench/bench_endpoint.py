@@ -1,31 +1,37 @@
-"""``make bench``'s endpoint-client figures: what streaming costs the client, ours and AIPerf's.
+"""The openai backend's client on the synthetic endpoint: what each client process spends.
 
-On the synthetic streaming endpoint (``suite.serve.synthetic_llm``: no delays, a fixed
-output length, 1 or 16 tokens per SSE chunk), each client streams the same number of
-requests at the same concurrency:
+**Client ceiling per process** (issue 26). On the synthetic streaming endpoint
+(``suite.serve.synthetic_llm``: no delays, 64 tokens a request, 16 or 1 tokens per SSE
+event, so 5 or 65 events with the usage event) pinned to CPU 0, ``suite run --backend
+openai`` (Offline, ``max_in_flight`` = the concurrency) on CPU 1 streams ``--requests``
+requests with ``backend.openai.client_workers`` = 0, 1 and 2. Each run records what every
+client process spent (``result.json`` ``tests[0].backend.run``, written by
+``EndpointSystemUnderTest.run_record``): LoadGen's process (``parent``: its CPU from the
+first issued sample to the end, LoadGen's own threads included, and the samples it
+completed) and each worker (its CPU from the first sample it was handed, ``getrusage``,
+its requests and SSE events). From those records alone (``derive``):
 
-* **ours**: ``suite run --benchmark tinylm --backend openai --scenario offline`` (LoadGen
-  issues every query at once; ``max_in_flight`` is the concurrency), with 0, 1 and 2
-  client processes;
-* **AIPerf** (``aiperf profile --streaming --concurrency C``), where installed
-  (``--aiperf PATH``, default ``.venv-aiperf/bin/aiperf``).
+* CPU per request and per SSE event, in the parent and in each worker;
+* each process's ceiling at a full core: 1 / its CPU per request (requests/s) and
+  1 / its CPU per event (events/s, at this event size);
+* the predicted client ceiling with n workers: min(parent ceiling, n x worker ceiling),
+  from the 1-worker run for n = 1 and from the 2-worker run for n = 2 (the parent's
+  share grows with a second worker's messages), and the 2-worker figure predicted from
+  the 1-worker run;
+* from the two event sizes, each process's cost split into a part per request and a
+  part per event (a + b x events).
 
-And on the real engine (vLLM serving tinylm, where ``--engine-python`` has it): output
-tokens/s of ours (LoadGen's Offline figure, ``max_in_flight`` = the concurrency), of
-vLLM's own ``bench serve`` (``bench/vllm_bench_serve.py``) and of AIPerf, the same 256
-requests of 128 prompt and 64 output tokens (EOS ignored) at concurrency 16,
-interleaved; ratios ours / theirs.
+The wall requests/s of each run is recorded too, but on this machine every client process
+shares CPU 1, so it cannot show the scaling; the prediction is the figure. Rounds are
+interleaved; medians are reported.
 
-**Client CPU per request and per SSE chunk** counts every client process (LoadGen's
-included) by the same method for both: the CPU of the finished command and all the
-processes it waited for (``RUSAGE_CHILDREN``), at two request counts; the difference over
-the difference in requests is the marginal CPU per request, start-up cancelled. Rounds
-are interleaved (ours, AIPerf, ours, AIPerf...) and the median is reported. The figures
-are CPU time, not wall time, so they compare across machines; the server's own CPU is
-not counted. **Client ceiling** per process is 1 / (CPU per request of one client
-process): the requests/s it could drive at a full core.
+**Real engine**: ``bench_engine_compare.py`` (ours against ``vllm bench serve`` and
+AIPerf on vLLM serving tinylm, pinned, the same prompts), run after the client part
+unless ``--skip-engine``. ``measure`` (the older comparison of every client process's CPU
+against AIPerf's, by differencing two request counts, unpinned) stays for ``make bench``
+and ``--aiperf-cpu``.
 
-    python bench/bench_endpoint.py [--rounds 3] [--small 256] [--large 1024] [--concurrency 64]
+    python bench/bench_endpoint.py [--rounds 3] [--requests 2048] [--skip-engine]
 """
 
 from __future__ import annotations
@@ -46,13 +52,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pinning import CLIENT_CPU, SERVER_CPU, Watched, only_on, pinned
+
 REPO = Path(__file__).resolve().parent.parent
 TOKENS = 64  # output tokens per request (tinylm's max_new_tokens)
 
 
 @contextmanager
-def synthetic(chunk_tokens: int) -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "suite.serve.synthetic_llm", "--port", "0",
+def synthetic(chunk_tokens: int, pin: bool = False) -> Iterator[str]:
+    """The synthetic endpoint (on the server's CPU where ``pin``); yields its URL."""
+    proc = subprocess.Popen([*(pinned(SERVER_CPU) if pin else []), sys.executable, "-m",
+                             "suite.serve.synthetic_llm", "--port", "0",
                              "--tokens", str(TOKENS), "--chunk-tokens", str(chunk_tokens)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True)
@@ -147,104 +158,224 @@ def measure(tmp: Path, rounds: int = 3, small: int = 256, large: int = 1024,
     return report
 
 
-def ours_tokens(url: str, requests: int, concurrency: int, runs: Path) -> float:
-    """LoadGen's Offline tokens/s for ``requests`` at ``concurrency`` (EOS ignored, as the
-    other clients are told, so every request is ``TOKENS`` long)."""
+def ours_record(url: str, requests: int, concurrency: int, workers: int,
+                runs: Path) -> dict[str, Any]:
+    """One Offline run on the client CPU: its ``backend.run`` record, wall requests/s and
+    the CPU masks its processes had."""
     runs.mkdir(parents=True, exist_ok=True)
     before = set(runs.iterdir())
-    done = subprocess.run([
-        sys.executable, "-m", "suite", "run", "--benchmark", "tinylm", "--backend", "openai",
-        "--url", url, "--scenario", "offline", "--quick", "--runs-dir", str(runs),
-        "--set", f"loadgen.min_query_count={requests}",
-        "--set", f"backend.openai.max_in_flight={concurrency}",
-        "--set", 'backend.openai.extra_body={ignore_eos = true}'], cwd=REPO,
-        capture_output=True, text=True, timeout=900)
-    [run_dir] = sorted(set(runs.iterdir()) - before)
-    result = json.loads((run_dir / "result.json").read_text())
-    tokens = (result["tests"][0].get("performance") or {}).get("tokens") or {}
-    if done.returncode != 0 or "tokens_per_second" not in tokens:
-        raise SystemExit(f"bench_endpoint: our engine run failed: {done.stderr[-300:]}")
-    return float(tokens["tokens_per_second"])
+    watched = Watched([*pinned(CLIENT_CPU), sys.executable, "-m", "suite", "run",
+                       "--benchmark", "tinylm", "--backend", "openai", "--url", url,
+                       "--scenario", "offline", "--quick", "--runs-dir", str(runs),
+                       "--set", f"loadgen.min_query_count={requests}",
+                       "--set", f"backend.openai.max_in_flight={concurrency}",
+                       "--set", f"backend.openai.client_workers={workers}"], cwd=REPO)
+    done = watched.run()
+    new = sorted(set(runs.iterdir()) - before)
+    if done.returncode != 0 or len(new) != 1:
+        raise SystemExit(f"bench_endpoint: our run failed (exit {done.returncode}): "
+                         f"{done.stderr.strip()[-300:]}")
+    [test] = json.loads((new[0] / "result.json").read_text())["tests"]
+    shutil.rmtree(new[0])
+    run = test["backend"]["run"]
+    return {"run": run, "requests_per_s": float(test["performance"]["metric_value"]),
+            "affinity": watched.affinity}
+
+
+def _per(cpu: float, count: float) -> float | None:
+    return cpu / count if count else None
+
+
+def derive(run: dict[str, Any]) -> dict[str, Any]:
+    """CPU per request and per event of each process, their ceilings at a full core and
+    the predicted client ceiling, from one run's ``backend.run`` record."""
+    parent, workers = run["parent"], run["workers"]
+    requests = sum(w["requests"] for w in workers) if workers else parent["streamed"]
+    events = sum(w["chunks"] for w in workers) if workers else parent["chunks"]
+
+    def process(cpu: float, n_requests: int, n_events: int) -> dict[str, Any]:
+        per_request, per_event = _per(cpu, n_requests), _per(cpu, n_events)
+        return {"cpu_s": cpu, "requests": n_requests, "events": n_events,
+                "us_per_request": per_request * 1e6 if per_request else None,
+                "us_per_event": per_event * 1e6 if per_event else None,
+                "ceiling_requests_per_s": 1 / per_request if per_request else None,
+                "ceiling_events_per_s": 1 / per_event if per_event else None}
+
+    out: dict[str, Any] = {
+        "requests": requests, "events": events, "samples_completed": parent["requests"],
+        "parent": process(parent["run_cpu_s"], parent["requests"], events),
+        "workers": [process(w["run_cpu_s"], w["requests"], w["chunks"]) for w in workers]}
+    ceilings = [w["ceiling_requests_per_s"] for w in out["workers"]
+                if w["ceiling_requests_per_s"]]
+    parent_ceiling = out["parent"]["ceiling_requests_per_s"]
+    if ceilings and parent_ceiling:
+        per_worker = statistics.mean(ceilings)
+        out["worker_ceiling_requests_per_s"] = per_worker
+        out["predicted_requests_per_s"] = {
+            str(n): min(parent_ceiling, n * per_worker) for n in (1, 2)}
+        out["predicted_events_per_s"] = {  # at this run's events a request
+            n: r * events / requests for n, r in out["predicted_requests_per_s"].items()}
+    return out
+
+
+def split_per_event(small: dict[str, Any], large: dict[str, Any]) -> dict[str, Any] | None:
+    """A process's CPU a request as a + b x events, from two event sizes (``derive``'s
+    figures for the same process at few and at many events a request)."""
+    (x1, e1), (x2, e2) = [(f["us_per_request"], f["events"] / f["requests"])
+                          for f in (small, large)]
+    if None in (x1, x2) or e1 == e2:
+        return None
+    b = (x2 - x1) / (e2 - e1)
+    return {"us_per_request_alone": x1 - b * e1, "us_per_event": b}
+
+
+def ceiling(tmp: Path, *, rounds: int = 3, requests: int = 2048,
+            concurrency: int = 64) -> dict[str, Any]:
+    """Every client-ceiling figure of the module docstring."""
+    report: dict[str, Any] = {"requests": requests, "concurrency": concurrency,
+                              "tokens_per_request": TOKENS, "rounds": rounds,
+                              "server_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU}
+    for chunk in (16, 1):
+        runs: dict[str, list[dict[str, Any]]] = {}
+        with synthetic(chunk, pin=True) as url:
+            for _ in range(rounds):
+                for workers in (0, 1, 2):
+                    measured = ours_record(url, requests, concurrency, workers, tmp / "runs")
+                    runs.setdefault(f"{workers}w", []).append(
+                        {**measured, "derived": derive(measured["run"])})
+        report[f"chunk_{chunk}"] = {name: _summary(rows) for name, rows in runs.items()}
+    report["split"] = {}
+    for name in ("0w", "1w", "2w"):
+        small, large = report["chunk_16"][name], report["chunk_1"][name]
+        parts = {"parent": split_per_event(small["parent"], large["parent"])}
+        if small["workers"]:
+            parts["worker"] = split_per_event(small["workers"], large["workers"])
+        report["split"][name] = parts
+    report["pinning_held"] = all(
+        only_on(row["affinity"], CLIENT_CPU) for chunk in ("chunk_1", "chunk_16")
+        for summary in report[chunk].values() for row in summary["rounds"])
+    return report
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians over rounds of a worker count's derived figures (workers pooled)."""
+    derived = [r["derived"] for r in rows]
+
+    def med(values: list[Any]) -> float | None:
+        kept = [v for v in values if v is not None]
+        return statistics.median(kept) if kept else None
+
+    def pooled(figures: list[dict[str, Any]]) -> dict[str, Any]:
+        keys = ("us_per_request", "us_per_event", "ceiling_requests_per_s",
+                "ceiling_events_per_s")
+        return {**{k: med([f[k] for f in figures]) for k in keys},
+                "requests": sum(f["requests"] for f in figures),
+                "events": sum(f["events"] for f in figures)}
+
+    workers = [w for d in derived for w in d["workers"]]
+    return {"parent": pooled([d["parent"] for d in derived]),
+            "workers": pooled(workers) if workers else {},
+            "worker_ceiling_requests_per_s": med(
+                [d.get("worker_ceiling_requests_per_s") for d in derived]),
+            **{key: {n: med([d.get(key, {}).get(n) for d in derived]) for n in ("1", "2")}
+               for key in ("predicted_requests_per_s", "predicted_events_per_s")},
+            "wall_requests_per_s": med([r["requests_per_s"] for r in rows]),
+            "rounds": list(rows)}
 
 
 def engine_comparison(engine_python: str, tmp: Path, requests: int, concurrency: int,
                       rounds: int, aiperf_binary: str | None) -> dict[str, Any]:
-    """Output tokens/s on vLLM serving tinylm: ours (LoadGen's figure) against vLLM's own
-    ``bench serve`` and AIPerf, the same requests at the same concurrency, interleaved."""
-    from suite import api
+    """``bench_engine_compare.compare`` (concurrency is its fixed 16), with the closed-loop
+    medians and ratios also under the names ``make bench`` reads."""
+    import bench_engine_compare
 
-    figures: dict[str, list[float]] = {}
-    with api.serve_llm("tinylm", "vllm", tmp / "engine", python=engine_python,
-                       timeout_s=600) as engine:
-        model_dir = tmp / "engine" / "tinylm-hf"
-        for index in range(rounds):
-            figures.setdefault("ours", []).append(
-                ours_tokens(engine.url, requests, concurrency, tmp / "engine-runs"))
-            out = tmp / f"vllm_bench_{index}"
-            subprocess.run([engine_python, str(REPO / "bench" / "vllm_bench_serve.py"),
-                            "--backend", "vllm", "--base-url", engine.url, "--model", "tinylm",
-                            "--tokenizer", str(model_dir), "--dataset-name", "random",
-                            "--random-input-len", "128", "--random-output-len", str(TOKENS),
-                            "--num-prompts", str(requests), "--max-concurrency",
-                            str(concurrency), "--ignore-eos", "--save-result", "--result-dir",
-                            str(out), "--result-filename", "r.json"],
-                           cwd=tmp, capture_output=True, text=True, timeout=900, check=True)
-            figures.setdefault("vllm_bench_serve", []).append(
-                float(json.loads((out / "r.json").read_text())["output_throughput"]))
-            if aiperf_binary:
-                artifacts = tmp / f"aiperf_engine_{index}"
-                env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-                subprocess.run([aiperf_binary, "profile", "--model", "tinylm", "--tokenizer",
-                                str(model_dir), "--url", engine.url, "--endpoint-type",
-                                "completions", "--streaming", "--concurrency",
-                                str(concurrency), "--request-count", str(requests), "--isl",
-                                "128", "--osl", str(TOKENS), "--extra-inputs",
-                                "ignore_eos:true", "--use-server-token-count", "--ui-type",
-                                "simple", "--artifact-dir", str(artifacts)], cwd=tmp, env=env,
-                               capture_output=True, text=True, timeout=900, check=True)
-                export = json.loads((artifacts / "profile_export_aiperf.json").read_text())
-                figures.setdefault("aiperf", []).append(
-                    float(export["output_token_throughput"]["avg"]))
-    medians = {name: statistics.median(values) for name, values in figures.items()}
-    return {"requests": requests, "concurrency": concurrency, "tokens_per_s": figures,
-            "median_tokens_per_s": medians,
-            "ours_over": {name: medians["ours"] / value for name, value in medians.items()
-                          if name != "ours"}}
+    if concurrency != bench_engine_compare.CONCURRENCY:
+        raise SystemExit(f"the engine comparison runs at concurrency "
+                         f"{bench_engine_compare.CONCURRENCY}, not {concurrency}")
+    report = bench_engine_compare.compare(engine_python, tmp, requests=requests,
+                                          rounds=rounds, aiperf_binary=aiperf_binary)
+    closed = report["throughput"]["output_tokens_per_s"]
+    return {**report, "median_tokens_per_s": closed["median"],
+            "ours_over": closed.get("ours_over", {})}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--small", type=int, default=256)
-    parser.add_argument("--large", type=int, default=1024)
-    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--requests", type=int, default=2048,
+                        help="requests a run in the client-ceiling part")
+    parser.add_argument("--concurrency", type=int, default=64,
+                        help="requests in flight in the client-ceiling part")
+    parser.add_argument("--engine-requests", type=int, default=256)
+    parser.add_argument("--rate", type=float, default=None,
+                        help="the engine part's Poisson requests/s (default: 0.6 x ours' "
+                             "closed-loop requests/s)")
     parser.add_argument("--aiperf", default=str(REPO / ".venv-aiperf" / "bin" / "aiperf"))
     parser.add_argument("--engine-python", default=str(REPO / ".venv-vllm" / "bin" / "python"),
                         help="vLLM's interpreter, for the real-engine comparison")
-    parser.add_argument("--skip-client", action="store_true",
-                        help="only the real-engine comparison")
+    parser.add_argument("--skip-client", action="store_true", help="no client-ceiling part")
+    parser.add_argument("--skip-engine", action="store_true", help="no real-engine part")
+    parser.add_argument("--aiperf-cpu", action="store_true",
+                        help="also the older CPU comparison against AIPerf (``measure``)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
     binary = args.aiperf if Path(args.aiperf).is_file() else None
     if binary is None:
         print(f"AIPerf not found at {args.aiperf}: ours only", file=sys.stderr)
+    report: dict[str, Any] = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds")}
     with tempfile.TemporaryDirectory() as name:
-        report: dict[str, Any] = {
-            "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-            "endpoint": None if args.skip_client else measure(
-                Path(name), args.rounds, args.small, args.large, args.concurrency, binary)}
-        if Path(args.engine_python).is_file():
-            report["engine"] = engine_comparison(args.engine_python, Path(name), 256, 16,
-                                                 args.rounds, binary)
+        tmp = Path(name)
+        if not args.skip_client:
+            report["ceiling"] = ceiling(tmp / "ceiling", rounds=args.rounds,
+                                        requests=args.requests, concurrency=args.concurrency)
+        if args.aiperf_cpu:
+            report["endpoint"] = measure(tmp / "aiperf-cpu", args.rounds,
+                                         concurrency=args.concurrency, aiperf_binary=binary)
+        if args.skip_engine:
+            pass
+        elif Path(args.engine_python).is_file():
+            import bench_engine_compare
+
+            report["engine"] = bench_engine_compare.compare(
+                args.engine_python, tmp / "engine", requests=args.engine_requests,
+                rounds=args.rounds, rate=args.rate, aiperf_binary=binary)
         else:
             print(f"no vLLM at {args.engine_python}: no real-engine comparison",
                   file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench_endpoint_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    print(json.dumps(headline(report), indent=2))
     print(f"written: {path}")
     return 0
+
+
+def headline(report: dict[str, Any]) -> dict[str, Any]:
+    """The figures issue 26 asks for, out of the whole report."""
+    out: dict[str, Any] = {}
+    for chunk in ("chunk_16", "chunk_1"):
+        for name, summary in (report.get("ceiling") or {}).get(chunk, {}).items():
+            out[f"ceiling.{chunk}.{name}"] = {
+                "parent_us_per_request": summary["parent"]["us_per_request"],
+                "parent_us_per_event": summary["parent"]["us_per_event"],
+                "worker_us_per_request": summary["workers"].get("us_per_request"),
+                "worker_us_per_event": summary["workers"].get("us_per_event"),
+                "worker_ceiling_requests_per_s": summary["worker_ceiling_requests_per_s"],
+                "worker_ceiling_events_per_s": summary["workers"].get("ceiling_events_per_s"),
+                "predicted_requests_per_s": summary["predicted_requests_per_s"],
+                "predicted_events_per_s": summary["predicted_events_per_s"],
+                "wall_requests_per_s": summary["wall_requests_per_s"]}
+    if report.get("ceiling"):
+        out["ceiling.split"] = report["ceiling"]["split"]
+        out["ceiling.pinning_held"] = report["ceiling"]["pinning_held"]
+    engine = report.get("engine")
+    if engine:
+        out["engine.closed_loop_tokens_per_s"] = engine["throughput"]["output_tokens_per_s"]
+        out["engine.poisson_rate_per_s"] = engine["poisson"]["rate_per_s"]
+        out["engine.ttft_p50_ms"] = engine["poisson"]["ttft_p50_ms"]
+        out["engine.poisson_tokens_per_s"] = engine["poisson"]["output_tokens_per_s"]
+        out["engine.pinning_held"] = engine["pinning_held"]
+    return out
 
 
 if __name__ == "__main__":

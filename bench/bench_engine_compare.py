@@ -1,0 +1,330 @@
+"""Ours against vLLM's own client and AIPerf on the real engine (vLLM serving tinylm).
+
+Issue 26's item: output tokens/s of ours against ``vllm bench serve`` and AIPerf at the
+same concurrency, goal >= 0.95, with TTFT p50 within 5 %. Made fair on a 2-core machine:
+
+* **Pinned.** The engine (``suite.api.serve_llm``) starts through a wrapper that runs it
+  under ``taskset -c 0`` with ``VLLM_CPU_OMP_THREADS_BIND=0`` (vLLM CPU's OpenMP threads
+  bound to CPU 0 too) and ``--no-enable-prefix-caching``; every client runs under
+  ``taskset -c 1``. The masks of every thread of the engine's process tree (at start and
+  at the end) and of each client's tree (sampled while it runs) are recorded, from /proc.
+* **The same prompts.** The first ``--requests`` prompts of tinylm's dataset: ours reads
+  them as a ``data.dataset_dir`` (a ``dataset.json`` of those samples, sent as token
+  ids), ``vllm bench serve`` as its ``custom`` dataset (``{"prompt"}`` lines, in order,
+  no chat template) and AIPerf as ``single_turn`` (``{"text"}`` lines, sequential).
+  LoadGen picks its samples from the same set; the record says how many were distinct.
+  With prefix caching off, a prompt sent twice costs the engine the same both times.
+* **The same output.** 64 tokens a request, EOS ignored (ours: ``extra_body``
+  ``ignore_eos``; vLLM's client ``--ignore-eos``; AIPerf ``--extra-inputs
+  ignore_eos:true``). Requests, prompt and output tokens are recorded for each client.
+* **Throughput**: a closed loop at concurrency 16 (ours: Offline, LoadGen issues every
+  sample at once, ``max_in_flight`` = 16; ``--max-concurrency 16 --request-rate inf``;
+  AIPerf ``--concurrency 16``): output tokens/s.
+* **TTFT**: Poisson arrivals at one rate for all three (``--rate``, default 0.6 x ours'
+  requests/s in the throughput part), concurrency capped at 16 (ours: Server,
+  ``target_qps``; vLLM's client ``--request-rate R --burstiness 1``; AIPerf
+  ``--request-rate R --arrival-pattern poisson --concurrency 16``): TTFT p50 (ours:
+  LoadGen's ``result_first_token_50.00_percentile_latency_ns``, counted from the query's
+  scheduled issue time; theirs from when each sends a request) and output tokens/s.
+
+Rounds are interleaved (ours, vLLM's client, AIPerf, ours...); the throughput rounds
+come first, then the TTFT rounds, after one unrecorded warm-up pass of vLLM's client.
+Reported: every figure, the medians, and ours / theirs (of the medians, and the median of
+each round's own ratio). For each client run also: the engine's own counters over it
+(``/metrics``: requests, prompt and output tokens, so what each client sent is checked on
+the server's side; ours includes its two 2-token pre-flight requests, one in the parent
+and one in LoadGen's process) and the engine's CPU seconds over it (its tree, from
+/proc; near the client's busy time, CPU 0 was saturated).
+
+    python bench/bench_engine_compare.py [--rounds 3] [--requests 256] [--rate R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pinning import CLIENT_CPU, SERVER_CPU, Watched, only_on, pinned, tree_affinity, tree_cpu_s
+
+REPO = Path(__file__).resolve().parent.parent
+TOKENS = 64  # output tokens per request (tinylm's max_new_tokens)
+CONCURRENCY = 16
+TTFT_P50 = "result_first_token_50.00_percentile_latency_ns"
+CLIENTS = ("ours", "vllm_bench_serve", "aiperf")
+
+
+def engine_wrapper(tmp: Path, python: str) -> str:
+    """An interpreter stand-in that starts vLLM pinned to the server's CPU."""
+    script = tmp / "vllm-pinned"
+    script.write_text("#!/bin/sh\n"
+                      f"export VLLM_CPU_OMP_THREADS_BIND={SERVER_CPU}\n"
+                      f"exec taskset -c {SERVER_CPU} {shlex.quote(python)} \"$@\" "
+                      "--no-enable-prefix-caching\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def engine_counts(url: str) -> dict[str, float]:
+    """The engine's own counters (``/metrics``): requests finished, prompt and output
+    tokens. Their change over a client's run is what that client really sent, its own
+    probes included (our pre-flight request, ``vllm bench serve``'s test prompt)."""
+    names = {"vllm:request_success_total": "requests",
+             "vllm:prompt_tokens_total": "prompt_tokens",
+             "vllm:generation_tokens_total": "output_tokens"}
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    counts = dict.fromkeys(names.values(), 0.0)
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in names:
+            counts[names[name]] += float(line.rsplit(" ", 1)[1])
+    return counts
+
+
+def write_prompts(tmp: Path, count: int) -> dict[str, Any]:
+    """The first ``count`` tinylm prompts, in each client's format."""
+    from suite.llm.card import load_llm_card
+    from suite.paths import find_paths
+
+    card = load_llm_card(find_paths(), "tinylm")
+    samples = json.loads((card.directory / card.dataset.file).read_text())["samples"][:count]
+    if len(samples) < count:
+        raise SystemExit(f"tinylm's dataset has {len(samples)} samples, not {count}")
+    subset = tmp / "prompts"
+    subset.mkdir(parents=True, exist_ok=True)
+    (subset / card.dataset.file).write_text(json.dumps({"samples": samples}))
+    lines = [s["prompt"] for s in samples]
+    (tmp / "vllm.jsonl").write_text("".join(json.dumps({"prompt": p}) + "\n" for p in lines))
+    (tmp / "aiperf.jsonl").write_text("".join(json.dumps({"text": p}) + "\n" for p in lines))
+    return {"dataset_dir": str(subset), "vllm": str(tmp / "vllm.jsonl"),
+            "aiperf": str(tmp / "aiperf.jsonl"), "count": count,
+            "prompt_chars": sorted({len(p) for p in lines})}
+
+
+def _fail(name: str, done: Any) -> SystemExit:
+    return SystemExit(f"bench_engine_compare: {name} failed (exit {done.returncode}): "
+                      f"{(done.stderr or done.stdout or '').strip()[-600:]}")
+
+
+def ours(url: str, prompts: dict[str, Any], runs: Path, rate: float | None) -> dict[str, Any]:
+    """One ``suite run`` (Offline, or Server at ``rate``) on CPU 1; LoadGen's figures."""
+    from suite.logs import parse_detail_log
+
+    runs.mkdir(parents=True, exist_ok=True)
+    before = set(runs.iterdir())
+    n = prompts["count"]
+    scenario = ["--scenario", "offline"] if rate is None else [
+        "--scenario", "server", "--set", f"loadgen.target_qps={rate}"]
+    watched = Watched([*pinned(CLIENT_CPU), sys.executable, "-m", "suite", "run",
+                       "--benchmark", "tinylm", "--backend", "openai", "--url", url,
+                       *scenario, "--quick", "--runs-dir", str(runs),
+                       "--set", f"data.dataset_dir={json.dumps(prompts['dataset_dir'])}",
+                       "--set", f"loadgen.performance_sample_count={n}",
+                       "--set", f"loadgen.min_query_count={n}",
+                       "--set", "loadgen.min_duration_ms=0",
+                       "--set", f"backend.openai.max_in_flight={CONCURRENCY}",
+                       "--set", "backend.openai.extra_body={ignore_eos = true}"], cwd=REPO)
+    done = watched.run()
+    new = sorted(set(runs.iterdir()) - before)
+    if len(new) != 1 or not (new[0] / "result.json").is_file():
+        raise _fail("our run", done)
+    run_dir = new[0]
+    [test] = json.loads((run_dir / "result.json").read_text())["tests"]
+    status = json.loads((run_dir / "performance" / "status.json").read_text())
+    performance = test.get("performance") or {}
+    # LoadGen's output tokens/s: Offline's metric, Server's completed tokens/s
+    rate_key = "tokens_per_second" if rate is None else "completed_tokens_per_second"
+    tokens = performance.get("tokens") or {}
+    # exit 2 (INVALID: early stopping wants more queries than a short run has) still
+    # holds LoadGen's figures; a FAILED run does not
+    if done.returncode not in (0, 2) or rate_key not in tokens:
+        raise _fail("our run", done)
+    detail = parse_detail_log(run_dir / "performance" / "mlperf_log_detail.txt")
+    ttft = detail.get(TTFT_P50)
+    run = test["backend"].get("run", {})
+    return {"output_tokens_per_s": float(tokens[rate_key]),
+            "requests_per_s": float(performance["metric_value"]) if rate is None else None,
+            "ttft_p50_ms": float(ttft) / 1e6 if isinstance(ttft, int | float) else None,
+            "requests": status["batches"]["requests"],
+            "output_tokens": status["batches"]["tokens"],
+            # one id a character; the record's prompt_chars says every prompt's length
+            "prompt_tokens": status["batches"]["requests"] * prompts["prompt_chars"][-1]
+            if len(prompts["prompt_chars"]) == 1 else None,
+            "samples_distinct": run.get("samples_distinct"),
+            "status": test["status"], "affinity": watched.affinity, "run_dir": str(run_dir)}
+
+
+def vllm_client(python: str, url: str, model_dir: Path, prompts: dict[str, Any], out: Path,
+                rate: float | None) -> dict[str, Any]:
+    """``vllm bench serve`` on CPU 1 (the engine's interpreter); its own figures."""
+    watched = Watched([*pinned(CLIENT_CPU), python, str(REPO / "bench" / "vllm_bench_serve.py"),
+                       "--backend", "vllm", "--base-url", url, "--model", "tinylm",
+                       "--tokenizer", str(model_dir), "--dataset-name", "custom",
+                       "--dataset-path", prompts["vllm"], "--skip-chat-template",
+                       "--disable-shuffle", "--custom-output-len", str(TOKENS),
+                       "--num-prompts", str(prompts["count"]),
+                       "--max-concurrency", str(CONCURRENCY),
+                       "--request-rate", "inf" if rate is None else str(rate),
+                       "--burstiness", "1.0", "--ignore-eos",
+                       "--percentile-metrics", "ttft,tpot,itl,e2el",
+                       "--metric-percentiles", "50,99", "--save-result",
+                       "--result-dir", str(out), "--result-filename", "r.json"],
+                      cwd=out.parent, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    done = watched.run()
+    if done.returncode != 0 or not (out / "r.json").is_file():
+        raise _fail("vllm bench serve", done)
+    result = json.loads((out / "r.json").read_text())
+    return {"output_tokens_per_s": float(result["output_throughput"]),
+            "requests_per_s": float(result["request_throughput"]),
+            "ttft_p50_ms": float(result["median_ttft_ms"]),
+            "requests": result["completed"], "output_tokens": result["total_output_tokens"],
+            "prompt_tokens": result["total_input_tokens"], "affinity": watched.affinity}
+
+
+def aiperf_client(binary: str, url: str, model_dir: Path, prompts: dict[str, Any],
+                  out: Path, rate: float | None) -> dict[str, Any]:
+    """``aiperf profile`` on CPU 1; its own figures."""
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    load = ["--concurrency", str(CONCURRENCY)]
+    if rate is not None:
+        load += ["--request-rate", str(rate), "--arrival-pattern", "poisson"]
+    watched = Watched([*pinned(CLIENT_CPU), binary, "profile", "--model", "tinylm",
+                       "--tokenizer", str(model_dir), "--url", url,
+                       "--endpoint-type", "completions", "--streaming",
+                       "--input-file", prompts["aiperf"], "--custom-dataset-type",
+                       "single_turn", "--dataset-sampling-strategy", "sequential",
+                       "--request-count", str(prompts["count"]), "--osl", str(TOKENS),
+                       "--extra-inputs", "ignore_eos:true", "--use-server-token-count",
+                       *load, "--ui-type", "simple", "--artifact-dir", str(out)],
+                      cwd=out.parent, env=env)
+    done = watched.run()
+    export = out / "profile_export_aiperf.json"
+    if done.returncode != 0 or not export.is_file():
+        raise _fail("aiperf", done)
+    result = json.loads(export.read_text())
+
+    def stat(name: str, key: str = "avg") -> float | None:
+        value = (result.get(name) or {}).get(key)
+        return float(value) if isinstance(value, int | float) else None
+
+    count = stat("request_count")
+    osl, isl = stat("output_sequence_length"), stat("input_sequence_length")
+    return {"output_tokens_per_s": stat("output_token_throughput"),
+            "requests_per_s": stat("request_throughput"),
+            "ttft_p50_ms": stat("time_to_first_token", "p50"),
+            "requests": count, "output_tokens": osl * count if osl and count else None,
+            "prompt_tokens": isl * count if isl and count else None,
+            "affinity": watched.affinity}
+
+
+def _medians(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """Per client: every round's ``key``, the median, and ours / theirs (of the medians
+    and the median of each round's own ratio)."""
+    values = {c: [r[c][key] for r in rows if r.get(c, {}).get(key) is not None]
+              for c in CLIENTS}
+    medians = {c: statistics.median(v) for c, v in values.items() if v}
+    out: dict[str, Any] = {"all": values, "median": medians}
+    if "ours" in medians:
+        out["ours_over"] = {c: medians["ours"] / m for c, m in medians.items() if c != "ours"}
+        out["ours_over_by_round"] = {
+            c: statistics.median([r["ours"][key] / r[c][key] for r in rows
+                                  if r.get(c, {}).get(key) and r["ours"].get(key)])
+            for c in medians if c != "ours"}
+    return out
+
+
+def compare(engine_python: str, tmp: Path, *, requests: int = 256, rounds: int = 3,
+            rate: float | None = None, aiperf_binary: str | None = None) -> dict[str, Any]:
+    """Every figure of the module docstring."""
+    from suite import api
+
+    prompts = write_prompts(tmp, requests)
+    report: dict[str, Any] = {"requests": requests, "concurrency": CONCURRENCY,
+                              "output_tokens": TOKENS, "rounds": rounds, "prompts": prompts,
+                              "engine_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU}
+    wrapper = engine_wrapper(tmp, engine_python)
+    with api.serve_llm("tinylm", "vllm", tmp / "engine", python=wrapper,
+                       timeout_s=600) as engine:
+        pid = engine.process.pid
+        report["engine_affinity_at_start"] = tree_affinity(pid)
+        model_dir = tmp / "engine" / "tinylm-hf"
+        runners: dict[str, Callable[[str, float | None], dict[str, Any]]] = {
+            "ours": lambda tag, r: ours(engine.url, prompts, tmp / "runs", r),
+            "vllm_bench_serve": lambda tag, r: vllm_client(
+                engine_python, engine.url, model_dir, prompts, tmp / f"vllm_{tag}", r)}
+        if aiperf_binary:
+            runners["aiperf"] = lambda tag, r: aiperf_client(
+                aiperf_binary, engine.url, model_dir, prompts, tmp / f"aiperf_{tag}", r)
+        runners["vllm_bench_serve"]("warmup", None)  # the engine's first batches: not kept
+
+        def one_round(tag: str, r: float | None) -> dict[str, Any]:
+            row: dict[str, Any] = {}
+            for name, run in runners.items():
+                counts, cpu = engine_counts(engine.url), tree_cpu_s(pid)
+                start = time.perf_counter()
+                row[name] = run(f"{tag}_{name}", r)
+                row[name]["wall_s"] = round(time.perf_counter() - start, 3)
+                row[name]["engine_cpu_s"] = round(tree_cpu_s(pid) - cpu, 3)
+                after = engine_counts(engine.url)
+                row[name]["engine_counted"] = {k: after[k] - counts[k] for k in counts}
+                print(f"{tag} {name}: {row[name]['output_tokens_per_s']:.0f} tokens/s, "
+                      f"TTFT p50 {row[name]['ttft_p50_ms']} ms", file=sys.stderr)
+            return row
+
+        throughput = [one_round(f"closed{i}", None) for i in range(rounds)]
+        if rate is None:
+            rate = round(0.6 * statistics.median(r["ours"]["requests_per_s"]
+                                                 for r in throughput), 2)
+        poisson = [one_round(f"poisson{i}", rate) for i in range(rounds)]
+        report["engine_affinity_at_end"] = tree_affinity(pid)
+    report["throughput"] = {"rounds": throughput,
+                            "output_tokens_per_s": _medians(throughput, "output_tokens_per_s")}
+    report["poisson"] = {"rate_per_s": rate, "rounds": poisson,
+                         "ttft_p50_ms": _medians(poisson, "ttft_p50_ms"),
+                         "output_tokens_per_s": _medians(poisson, "output_tokens_per_s")}
+    everyone = [row[c] for row in throughput + poisson for c in row]
+    report["pinning_held"] = {
+        "engine": all(only_on(report[k], SERVER_CPU)
+                      for k in ("engine_affinity_at_start", "engine_affinity_at_end")),
+        "clients": all(only_on(run["affinity"], CLIENT_CPU) for run in everyone)}
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=256)
+    parser.add_argument("--rate", type=float, default=None,
+                        help="Poisson requests/s of the TTFT part (default: 0.6 x ours' "
+                             "closed-loop requests/s)")
+    parser.add_argument("--aiperf", default=str(REPO / ".venv-aiperf" / "bin" / "aiperf"))
+    parser.add_argument("--engine-python", default=str(REPO / ".venv-vllm" / "bin" / "python"))
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    args = parser.parse_args()
+    binary = args.aiperf if Path(args.aiperf).is_file() else None
+    with tempfile.TemporaryDirectory() as name:
+        report = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+                  "engine": compare(args.engine_python, Path(name), requests=args.requests,
+                                    rounds=args.rounds, rate=args.rate, aiperf_binary=binary)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"bench_engine_compare_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in report["engine"].items() if k not in
+                      ("prompts",)}, indent=2)[:20000])
+    print(f"written: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
