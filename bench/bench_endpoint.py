@@ -31,7 +31,7 @@ unless ``--skip-engine``. ``measure`` (the older comparison of every client proc
 against AIPerf's, by differencing two request counts, unpinned) stays for ``make bench``
 and ``--aiperf-cpu``.
 
-    python bench/bench_endpoint.py [--rounds 3] [--requests 2048] [--skip-engine]
+    python bench/bench_endpoint.py [--rounds 3] [--requests 4096] [--skip-engine]
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def split_per_event(small: dict[str, Any], large: dict[str, Any]) -> dict[str, A
     return {"us_per_request_alone": x1 - b * e1, "us_per_event": b}
 
 
-def ceiling(tmp: Path, *, rounds: int = 3, requests: int = 2048,
+def ceiling(tmp: Path, *, rounds: int = 3, requests: int = 4096,
             concurrency: int = 64) -> dict[str, Any]:
     """Every client-ceiling figure of the module docstring."""
     report: dict[str, Any] = {"requests": requests, "concurrency": concurrency,
@@ -302,7 +302,7 @@ def engine_comparison(engine_python: str, tmp: Path, requests: int, concurrency:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=2048,
+    parser.add_argument("--requests", type=int, default=4096,
                         help="requests a run in the client-ceiling part")
     parser.add_argument("--concurrency", type=int, default=64,
                         help="requests in flight in the client-ceiling part")
