@@ -61,6 +61,7 @@ REPO = Path(__file__).resolve().parent.parent
 TOKENS = 64  # output tokens per request (tinylm's max_new_tokens)
 CONCURRENCY = 16
 TTFT_P50 = "result_first_token_50.00_percentile_latency_ns"
+TTFT_MEAN = "result_first_token_mean_latency_ns"
 CLIENTS = ("ours", "vllm_bench_serve", "aiperf")
 
 
@@ -81,7 +82,11 @@ def engine_counts(url: str) -> dict[str, float]:
     probes included (our pre-flight request, ``vllm bench serve``'s test prompt)."""
     names = {"vllm:request_success_total": "requests",
              "vllm:prompt_tokens_total": "prompt_tokens",
-             "vllm:generation_tokens_total": "output_tokens"}
+             "vllm:generation_tokens_total": "output_tokens",
+             # the engine's own TTFT (from a request's arrival at its API server): its
+             # mean over a run says what the engine gave, whoever measured on top
+             "vllm:time_to_first_token_seconds_sum": "ttft_sum_s",
+             "vllm:time_to_first_token_seconds_count": "ttft_count"}
     with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
         text = response.read().decode()
     counts = dict.fromkeys(names.values(), 0.0)
@@ -117,6 +122,11 @@ def _fail(name: str, done: Any) -> SystemExit:
                       f"{(done.stderr or done.stdout or '').strip()[-600:]}")
 
 
+#: How ours sends prompts (``backend.openai.prompt_as``): token ids, as a user of tinylm's
+#: card would, or text, as the other two clients do (``--ours-prompt-as text``).
+PROMPT_AS = ["ids"]
+
+
 def ours(url: str, prompts: dict[str, Any], runs: Path, rate: float | None) -> dict[str, Any]:
     """One ``suite run`` (Offline, or Server at ``rate``) on CPU 1; LoadGen's figures."""
     from suite.logs import parse_detail_log
@@ -134,7 +144,8 @@ def ours(url: str, prompts: dict[str, Any], runs: Path, rate: float | None) -> d
                        "--set", f"loadgen.min_query_count={n}",
                        "--set", "loadgen.min_duration_ms=0",
                        "--set", f"backend.openai.max_in_flight={CONCURRENCY}",
-                       "--set", "backend.openai.extra_body={ignore_eos = true}"], cwd=REPO)
+                       "--set", "backend.openai.extra_body={ignore_eos = true}",
+                       "--set", f'backend.openai.prompt_as="{PROMPT_AS[0]}"'], cwd=REPO)
     done = watched.run()
     new = sorted(set(runs.iterdir()) - before)
     if len(new) != 1 or not (new[0] / "result.json").is_file():
@@ -152,8 +163,10 @@ def ours(url: str, prompts: dict[str, Any], runs: Path, rate: float | None) -> d
         raise _fail("our run", done)
     detail = parse_detail_log(run_dir / "performance" / "mlperf_log_detail.txt")
     ttft = detail.get(TTFT_P50)
+    mean = detail.get(TTFT_MEAN)
     run = test["backend"].get("run", {})
     return {"output_tokens_per_s": float(tokens[rate_key]),
+            "ttft_mean_ms": float(mean) / 1e6 if isinstance(mean, int | float) else None,
             "requests_per_s": float(performance["metric_value"]) if rate is None else None,
             "ttft_p50_ms": float(ttft) / 1e6 if isinstance(ttft, int | float) else None,
             "requests": status["batches"]["requests"],
@@ -188,6 +201,7 @@ def vllm_client(python: str, url: str, model_dir: Path, prompts: dict[str, Any],
     return {"output_tokens_per_s": float(result["output_throughput"]),
             "requests_per_s": float(result["request_throughput"]),
             "ttft_p50_ms": float(result["median_ttft_ms"]),
+            "ttft_mean_ms": float(result["mean_ttft_ms"]),
             "requests": result["completed"], "output_tokens": result["total_output_tokens"],
             "prompt_tokens": result["total_input_tokens"], "affinity": watched.affinity}
 
@@ -223,6 +237,7 @@ def aiperf_client(binary: str, url: str, model_dir: Path, prompts: dict[str, Any
     return {"output_tokens_per_s": stat("output_token_throughput"),
             "requests_per_s": stat("request_throughput"),
             "ttft_p50_ms": stat("time_to_first_token", "p50"),
+            "ttft_mean_ms": stat("time_to_first_token"),
             "requests": count, "output_tokens": osl * count if osl and count else None,
             "prompt_tokens": isl * count if isl and count else None,
             "affinity": watched.affinity}
@@ -245,7 +260,8 @@ def _medians(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
 
 
 def compare(engine_python: str, tmp: Path, *, requests: int = 256, rounds: int = 3,
-            rate: float | None = None, aiperf_binary: str | None = None) -> dict[str, Any]:
+            rate: float | None = None, aiperf_binary: str | None = None,
+            skip_throughput: bool = False) -> dict[str, Any]:
     """Every figure of the module docstring."""
     from suite import api
 
@@ -277,12 +293,22 @@ def compare(engine_python: str, tmp: Path, *, requests: int = 256, rounds: int =
                 row[name]["wall_s"] = round(time.perf_counter() - start, 3)
                 row[name]["engine_cpu_s"] = round(tree_cpu_s(pid) - cpu, 3)
                 after = engine_counts(engine.url)
-                row[name]["engine_counted"] = {k: after[k] - counts[k] for k in counts}
+                counted = {k: after[k] - counts[k] for k in counts}
+                row[name]["engine_counted"] = counted
+                # What the client measured over what the engine measured, as means (the
+                # engine keeps a coarse histogram, but an exact sum and count): the
+                # client's own share of the TTFT it reports
+                engine_ms = 1000 * counted["ttft_sum_s"] / max(counted["ttft_count"], 1)
+                row[name]["engine_ttft_mean_ms"] = round(engine_ms, 3)
+                if row[name].get("ttft_mean_ms") is not None:
+                    row[name]["client_over_engine_ttft_ms"] = round(
+                        row[name]["ttft_mean_ms"] - engine_ms, 3)
                 print(f"{tag} {name}: {row[name]['output_tokens_per_s']:.0f} tokens/s, "
                       f"TTFT p50 {row[name]['ttft_p50_ms']} ms", file=sys.stderr)
             return row
 
-        throughput = [one_round(f"closed{i}", None) for i in range(rounds)]
+        throughput = [one_round(f"closed{i}", None) for i in range(rounds)
+                      if rate is None or not skip_throughput]
         if rate is None:
             rate = round(0.6 * statistics.median(r["ours"]["requests_per_s"]
                                                  for r in throughput), 2)
@@ -292,6 +318,13 @@ def compare(engine_python: str, tmp: Path, *, requests: int = 256, rounds: int =
                             "output_tokens_per_s": _medians(throughput, "output_tokens_per_s")}
     report["poisson"] = {"rate_per_s": rate, "rounds": poisson,
                          "ttft_p50_ms": _medians(poisson, "ttft_p50_ms"),
+                         "ttft_mean_ms": _medians(poisson, "ttft_mean_ms"),
+                         "engine_ttft_mean_ms": _medians(poisson, "engine_ttft_mean_ms"),
+                         "client_over_engine_ttft_ms": {
+                             c: statistics.median(v) for c in CLIENTS if (v := [
+                                 r[c]["client_over_engine_ttft_ms"] for r in poisson
+                                 if r.get(c, {}).get("client_over_engine_ttft_ms")
+                                 is not None])},
                          "output_tokens_per_s": _medians(poisson, "output_tokens_per_s")}
     everyone = [row[c] for row in throughput + poisson for c in row]
     report["pinning_held"] = {
@@ -311,12 +344,19 @@ def main() -> int:
     parser.add_argument("--aiperf", default=str(REPO / ".venv-aiperf" / "bin" / "aiperf"))
     parser.add_argument("--engine-python", default=str(REPO / ".venv-vllm" / "bin" / "python"))
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    parser.add_argument("--ours-prompt-as", choices=("ids", "text"), default="ids",
+                        help="how ours sends prompts (the others send text)")
+    parser.add_argument("--skip-throughput", action="store_true",
+                        help="with --rate: only the Poisson (TTFT) part")
     args = parser.parse_args()
+    PROMPT_AS[0] = args.ours_prompt_as
     binary = args.aiperf if Path(args.aiperf).is_file() else None
     with tempfile.TemporaryDirectory() as name:
         report = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
                   "engine": compare(args.engine_python, Path(name), requests=args.requests,
-                                    rounds=args.rounds, rate=args.rate, aiperf_binary=binary)}
+                                    rounds=args.rounds, rate=args.rate, aiperf_binary=binary,
+                                    skip_throughput=args.skip_throughput),
+                  "ours_prompt_as": args.ours_prompt_as}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench_engine_compare_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
