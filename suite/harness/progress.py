@@ -281,9 +281,9 @@ def observe_sut(estimator: LiveEstimator, sut: Any, tail: Any) -> LiveStatus:
     ``tail`` (``sut.batch_stats.BatchTail``)."""
     # Issued before completed: a backlog read the other way round could count samples
     # completed after the issue count was taken. Samples, not ``issue_calls``: with
-    # LoadGen's coalescing (an overloaded Server) one call carries many samples. The LLM
-    # SUT counts calls only. Worker processes and the LLM SUT keep no per-batch records
-    # here (``worker_stats``): their estimate has rates and backlog only.
+    # LoadGen's coalescing (an overloaded Server) one call carries many samples. Worker
+    # processes and the LLM SUTs keep no per-batch records here (``worker_stats``): their
+    # estimate has rates and backlog only.
     issued: int = getattr(sut, "issued_samples", sut.issue_calls)
     completed: int = sut.completer.completed
     return estimator.observe(completed, issued, tail.new(getattr(sut, "worker_stats", [])))

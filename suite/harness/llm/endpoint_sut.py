@@ -54,7 +54,7 @@ class EndpointSystemUnderTest:
         self._lock = threading.Lock()  # completions, drain and issue never interleave
         self._cpu_start: tuple[float, float] | None = None
         self._cpu_spent: tuple[float, float] | None = None
-        self.samples_issued = 0
+        self.issued_samples = 0
         self._indices: set[int] = set()
         self.completed = 0
         #: The backend's record (``status.json`` ``backend``): ``stop`` sets its ``run``.
@@ -74,7 +74,7 @@ class EndpointSystemUnderTest:
         if self._cpu_start is None:
             self._cpu_start = (cpu_s(), time.perf_counter())
         with self._lock:
-            self.samples_issued += len(ids)
+            self.issued_samples += len(ids)
             self._indices.update(indices)
             if self.draining.is_set():
                 self.completer.complete_empty(ids)
@@ -144,7 +144,7 @@ class EndpointSystemUnderTest:
         return {
             "client_workers": self.workers,
             "wall_s": round(self._cpu_spent[1], 6) if self._cpu_spent else 0.0,
-            "samples_issued": self.samples_issued,
+            "samples_issued": self.issued_samples,
             "samples_distinct": len(self._indices),
             # LoadGen's process: the samples it completed; the SSE events it parsed
             # itself (none where worker processes stream)

@@ -39,6 +39,7 @@ class LLMSystemUnderTest:
         self.draining = threading.Event()
         self._on_drain = on_drain
         self.issue_calls = 0
+        self.issued_samples = 0
         self.derived: dict[str, float] = {}
         self.tokens_out = 0
         #: The process's CPU seconds (every thread: LoadGen's, the batcher, the SUT's) and
@@ -54,6 +55,7 @@ class LLMSystemUnderTest:
     # -- LoadGen's callbacks -----------------------------------------------------------
     def issue(self, ids: list[int], indices: list[int]) -> None:
         self.issue_calls += 1
+        self.issued_samples += len(ids)  # the live estimate's backlog (Offline: one call)
         if self._cpu_start is None:
             self._cpu_start = (time.process_time(), time.perf_counter())
         if self.draining.is_set():

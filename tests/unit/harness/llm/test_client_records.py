@@ -163,3 +163,16 @@ def test_the_split_into_a_part_per_request_and_a_part_per_event() -> None:
     assert split == {"us_per_request_alone": pytest.approx(40.0),
                      "us_per_event": pytest.approx(5.0)}
     assert split_per_event(small, small) is None
+
+
+def test_the_live_estimate_counts_the_endpoint_suts_samples_not_its_calls() -> None:
+    from suite.harness.progress import LiveEstimator, observe_sut
+    from suite.harness.sut.batch_stats import BatchTail
+
+    sut, _ = _sut()
+    sut.issue([1, 2, 3], [0, 1, 2])  # one call, three samples (Offline issues them at once)
+    live = observe_sut(LiveEstimator("Server", bound_ms=None, target_qps=10.0), sut,
+                       BatchTail())
+    assert sut.issue_calls == 1 and sut.issued_samples == 3
+    assert live.backlog == 3  # nothing completed yet
+    sut.stop()
