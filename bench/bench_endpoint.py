@@ -190,6 +190,10 @@ def derive(run: dict[str, Any]) -> dict[str, Any]:
     """CPU per request and per event of each process, their ceilings at a full core and
     the predicted client ceiling, from one run's ``backend.run`` record."""
     parent, workers = run["parent"], run["workers"]
+    if run.get("workers_reported", 0) != run.get("client_workers", 0):
+        # a worker killed at close sent no record: its requests and CPU would be missing
+        raise SystemExit(f"bench_endpoint: {run.get('workers_reported')} of "
+                         f"{run.get('client_workers')} client workers reported; no figures")
     requests = sum(w["requests"] for w in workers) if workers else parent["streamed"]
     events = sum(w["chunks"] for w in workers) if workers else parent["chunks"]
 

@@ -185,7 +185,11 @@ def sha256_file(path: Path) -> str:
 
 def md5_file(path: Path) -> str:
     """The hex md5 of a file (only to compare with checksums published as md5)."""
-    return model_digests(path, md5=True)[1]
+    digest = hashlib.md5(usedforsecurity=False)
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 #: Remembered digests of model files (``model_digests``), in the state cache.
@@ -194,43 +198,49 @@ DIGESTS_FILE = "model_digests.json"
 _RACY_S = 2.0
 
 
-def model_digests(path: Path, md5: bool, cache: Path | None = None) -> tuple[str, str]:
-    """(sha256, md5 or "") of a file, read once for both.
+def model_digests(path: Path, md5: bool, cache: Path | None = None) -> tuple[str, str, bool]:
+    """(sha256, md5 or "", remembered) of a file, read once for both.
 
-    With ``cache`` (a directory), the digests are remembered under the file's device,
-    inode, size and modification and change times in ns, as git's index remembers a
-    file's state: a model file is hashed once, not on every quick run (a 100 MB
-    ResNet-50: 0.16 s a run). Any write or ``touch`` changes the change time, which no
-    user can set back; a file changed in the last 2 s is hashed, never remembered.
+    With ``cache`` (a directory), the digests are remembered under the opened file's
+    device, inode, size and modification and change times in ns, as git's index remembers
+    a file's state: a model file is hashed once, not on every quick run (a 100 MB
+    ResNet-50: 0.16 s a run). Any write or ``touch`` changes the change time, which no user
+    can set back. The key is the open file's (``fstat``: a symlink repointed meanwhile, or
+    attributes a network filesystem cached, cannot pair one file's key with another's
+    bytes); a file changed in the 2 s before, or while, it was read is never remembered.
     """
-    stat = path.stat()
-    key = f"{path.resolve()}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|" \
-          f"{stat.st_mtime_ns}|{stat.st_ctime_ns}"
-    store = cache / DIGESTS_FILE if cache is not None else None
-    known: dict[str, list[str]] = {}
-    if store is not None:
-        with contextlib.suppress(OSError, ValueError):
-            loaded = json.loads(store.read_text(encoding="utf-8"))
-            known = loaded if isinstance(loaded, dict) else {}
-        hit = known.get(key)
-        if isinstance(hit, list) and len(hit) == 2 and (hit[1] or not md5):
-            return str(hit[0]), str(hit[1]) if md5 else ""
-    sha, md = hashlib.sha256(), hashlib.md5(usedforsecurity=False) if md5 else None
+    now = time.time()
     with path.open("rb") as handle:
+        stat = os.fstat(handle.fileno())
+        key = f"{path.resolve()}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|" \
+              f"{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+        store = cache / DIGESTS_FILE if cache is not None else None
+        known: dict[str, list[str]] = {}
+        if store is not None:
+            with contextlib.suppress(OSError, ValueError):
+                loaded = json.loads(store.read_text(encoding="utf-8"))
+                known = loaded if isinstance(loaded, dict) else {}
+            hit = known.get(key)
+            if isinstance(hit, list) and len(hit) == 2 and (hit[1] or not md5):
+                return str(hit[0]), str(hit[1]) if md5 else "", True
+        sha, md = hashlib.sha256(), hashlib.md5(usedforsecurity=False) if md5 else None
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             sha.update(chunk)
             if md is not None:
                 md.update(chunk)
+        unchanged = os.fstat(handle.fileno()) == stat
     digests = sha.hexdigest(), md.hexdigest() if md is not None else ""
-    if store is not None and time.time() - max(stat.st_mtime, stat.st_ctime) > _RACY_S:
+    if store is not None and unchanged and now - max(stat.st_mtime, stat.st_ctime) > _RACY_S:
         known = {k: v for k, v in list(known.items())[-63:] if k != key}  # the newest 64
         known[key] = list(digests)
-        with contextlib.suppress(OSError):  # a read-only cache only costs the next run
+        tmp = store.with_name(f"{DIGESTS_FILE}.{os.getpid()}.tmp")
+        try:  # a read-only cache only costs the next run
             store.parent.mkdir(parents=True, exist_ok=True)
-            tmp = store.with_name(f"{DIGESTS_FILE}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(known, indent=1) + "\n", encoding="utf-8")
             tmp.replace(store)
-    return digests
+        except OSError:
+            tmp.unlink(missing_ok=True)
+    return *digests, False
 
 
 @dataclass(frozen=True)
@@ -241,6 +251,9 @@ class ModelIdentity:
     division: Literal["closed", "open"]
     #: Why the run is open division (empty for closed).
     reason: str = ""
+    #: How the sha256 was obtained: "read" (the file hashed now) or "remembered" (the
+    #: digest cache, for the same file state: ``model_digests``).
+    sha256_source: Literal["read", "remembered"] = "read"
 
 
 def check_model(card: ModelCard, cache: Path | None = None) -> ModelIdentity:
@@ -262,17 +275,18 @@ def check_model(card: ModelCard, cache: Path | None = None) -> ModelIdentity:
             "benchmark's environment variable) at it",
         )
     try:
-        sha, md5 = model_digests(path, bool(card.model.onnx_md5), cache)
+        sha, md5, remembered = model_digests(path, bool(card.model.onnx_md5), cache)
     except OSError as exc:
         raise ModelError(f"model file {path} cannot be read: {exc}") from None
+    source: Literal["read", "remembered"] = "remembered" if remembered else "read"
     if sha == card.model.onnx_sha256 or md5 in card.model.onnx_md5:
-        return ModelIdentity(sha, "closed")
+        return ModelIdentity(sha, "closed", sha256_source=source)
     expected = (f"sha256 {card.model.onnx_sha256}" if card.model.onnx_sha256
                 else f"md5 {' or '.join(card.model.onnx_md5)}")
     return ModelIdentity(sha, "open", (
         f"model file {path} is not the reference model of {card.card_path} "
         f"(sha256 {sha}, md5 {md5 or '-'}; the card expects {expected}): "
-        "open division only, not a closed-division result"))
+        "open division only, not a closed-division result"), source)
 
 
 def verify_model_file(card: ModelCard, path: Path | None = None) -> str:

@@ -185,6 +185,9 @@ class RunResult(_Frozen):
     backend: str
     round: str
     model_sha256: str
+    #: "read" (hashed for this run) or "remembered" (``suite.models.model_digests``: the
+    #: same file state hashed before); "" in records older than the field.
+    model_sha256_source: str = ""
     division: Literal["closed", "open"] = "closed"
     division_reason: str = ""
     dataset: dict[str, Any] = {}

@@ -1,28 +1,25 @@
 """The child process that runs exactly one LoadGen test.
 
-LoadGen cannot run a second test in a process, and a failure inside a callback
-leaves it corrupt, so every test gets a fresh process (``python -m suite.harness.child
-SPEC PROGRESS_FD``). The parent (``runner``) owns config, display and results; this
-process only builds the backend, dataset and SUT, runs the test, and reports:
+LoadGen cannot run a second test in a process, and a failed callback leaves it corrupt, so
+every test gets a fresh process. The parent (``runner``) owns config, display and results;
+this one builds the backend, dataset and SUT, runs the test, and reports:
 
-* progress: JSON lines on the pipe ``PROGRESS_FD`` every ``sut.heartbeat_s``, from
-  the start: during setup they name the ``stage`` ("loading model", "opening dataset",
-  "warming up", "starting workers"), so a long model load or compile stays alive;
+* progress: JSON lines on the pipe ``PROGRESS_FD`` every ``sut.heartbeat_s``; during setup
+  they name the ``stage`` ("loading model", ...): a long model load stays alive;
   while LoadGen runs they carry ``live`` (``progress.LiveStatus``: the rate, Server's
   backlog and SUT-side p99 estimate, and early warnings, also kept in ``status.json``);
 * control: a ``stop`` line on stdin, EOF on stdin (the parent is gone), SIGTERM or
   SIGHUP, and the parent's death (PR_SET_PDEATHSIG, see ``signals``) all stop the
   test: LoadGen running, the SUT drains; during setup, the process exits at once;
-* outcome: ``status.json`` in the test directory, and the exit code
-  (0 completed, 1 failed, 130 interrupted).
+* outcome: ``status.json`` and the exit code (0 completed, 1 failed, 130 interrupted).
 
-If LoadGen has not returned ``sut.drain_grace_s`` after a drain (Server keeps its
-schedule; an inline backend call may never return), the process writes its status
-and exits hard: the logs written so far stay in the test directory.
+If LoadGen has not returned ``sut.drain_grace_s`` after a drain (an inline backend call
+may never return), the process writes its status and exits hard, keeping the logs.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import json
@@ -282,6 +279,8 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
                 contract=OutputContract(config.backend, card),
                 worker_spec=WorkerSpec(spec.home, config),
             )
+        if llm:  # the image SUT's warm-up stage began above, with the SUT
+            state.enter("warming up")
         settings = warm_up(sut, settings, config, test_dir)  # sizes Offline's query
         state.enter("starting workers")
         threading.Thread(target=_exit_after, args=(state, drained, status,
@@ -393,8 +392,9 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     exit_code = main()
-    # All the run keeps is on disk and the SUT has stopped (workers joined, shared memory
-    # unlinked): skip tearing down the model, dataset and frozen heap the parent waits on.
+    # The SUT has stopped and the run is on disk: run the exit hooks (finalizers: a remote
+    # backend's counts directory), then skip tearing down the model, dataset and heap.
+    atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(exit_code)

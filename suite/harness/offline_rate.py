@@ -52,7 +52,7 @@ HEADROOM = 1.5
 #: then), and at least, where each worker has made ``PROBE_CALLS`` timed calls by then: a
 #: fast backend's rate is known in milliseconds, and every run pays this time.
 PROBE_S = 0.3
-MIN_PROBE_S = 0.02
+MIN_PROBE_S = 0.05
 PROBE_CALLS = 20
 #: Below this warm-up rate LoadGen's ceiling is left unmeasured: LoadGen's binding
 #: completes at least 480k samples/s even one call per sample on a busy 2-vCPU box

@@ -271,8 +271,10 @@ class _ExitWatch:
 
     def __init__(self, pid: int) -> None:
         self.fd: int | None = None
+        self.poll = select.poll()  # not select(): it refuses descriptors past 1023
         with contextlib.suppress(AttributeError, OSError):  # before Linux 5.3: plain naps
             self.fd = os.pidfd_open(pid)
+            self.poll.register(self.fd, select.POLLIN)
 
     def __enter__(self) -> _ExitWatch:
         return self
@@ -285,7 +287,7 @@ class _ExitWatch:
         if self.fd is None:
             time.sleep(seconds)
         else:
-            select.select([self.fd], [], [], seconds)
+            self.poll.poll(seconds * 1000)
 
 
 def collect_test(config: RunConfig, mode: Mode, test_dir: Path, returncode: int,

@@ -174,13 +174,18 @@ def test_outputs_equal_local_onnxruntime_over_rest_json(replicas: Any) -> None:
 def test_fan_out_uses_both_replicas_by_the_run_record(replicas: Any, runs_dir: Path) -> None:
     """Server with two client worker processes over both replicas: ``status.json`` and
     ``result.json`` say what each endpoint served and which processes sent it."""
+    import tempfile
+
     urls = [r.grpc_url for r in replicas]
+    counts = set(Path(tempfile.gettempdir()).glob("suite-remote-counts-*"))
     # VALID or INVALID (a timing verdict on a busy box): the record is the same evidence.
     proc = run_cli("run", "--benchmark", "digits", "--backend", "remote", "--scenario",
                    "server", "--quick", "--runs-dir", str(runs_dir), "--target-qps", "100",
                    "--workers", "2", "--set", 'sut.worker_model="processes"',
                    *endpoints_set(urls), timeout=180)
     assert proc.returncode in (0, 2), proc.stdout + proc.stderr
+    # The child's shared counts directory went with it (its exit hooks ran).
+    assert set(Path(tempfile.gettempdir()).glob("suite-remote-counts-*")) <= counts
     result = RunResult.load(only_run_dir(runs_dir) / "result.json")
     check_record(result, urls)
     test = result.tests[0]

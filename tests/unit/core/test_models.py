@@ -60,6 +60,7 @@ def test_model_digests_are_remembered_until_the_file_changes(
     import hashlib
     import json
     import os
+    import time
 
     from suite import models
 
@@ -67,21 +68,26 @@ def test_model_digests_are_remembered_until_the_file_changes(
     model, cache = tmp_path / "model.onnx", tmp_path / "cache"
     model.write_bytes(b"a" * 4096)
     want = (hashlib.sha256(b"a" * 4096).hexdigest(), hashlib.md5(b"a" * 4096).hexdigest())
-    assert models.model_digests(model, md5=True, cache=cache) == want
+    assert models.model_digests(model, md5=True, cache=cache) == (*want, False)
     # The second call reads the record, not the file: a planted record proves it.
     store = cache / models.DIGESTS_FILE
     record = json.loads(store.read_text())
     (key,) = record
     record[key] = ["f" * 64, "e" * 32]
     store.write_text(json.dumps(record))
-    assert models.model_digests(model, md5=True, cache=cache) == ("f" * 64, "e" * 32)
-    assert models.model_digests(model, md5=False, cache=cache) == ("f" * 64, "")
-    # Same size, same modification time, new bytes: the change time moved, so it is hashed.
+    assert models.model_digests(model, md5=True, cache=cache) == ("f" * 64, "e" * 32, True)
+    assert models.model_digests(model, md5=False, cache=cache) == ("f" * 64, "", True)
+    # Same size, same modification time, new bytes: the change time moved, so it is hashed
+    # (rewritten until the change time moves: older kernels stamp it in 1-10 ms ticks).
     before = model.stat()
-    model.write_bytes(b"b" * 4096)
+    deadline = time.monotonic() + 5
+    while model.stat().st_ctime_ns == before.st_ctime_ns and time.monotonic() < deadline:
+        time.sleep(0.005)
+        model.write_bytes(b"b" * 4096)
     os.utime(model, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert models.model_digests(model, md5=False, cache=cache)[0] == \
-        hashlib.sha256(b"b" * 4096).hexdigest()
+    assert model.stat().st_mtime_ns == before.st_mtime_ns
+    assert models.model_digests(model, md5=False, cache=cache) == \
+        (hashlib.sha256(b"b" * 4096).hexdigest(), "", False)
 
 
 def test_a_file_changed_just_now_is_hashed_and_not_remembered(tmp_path: Path) -> None:
@@ -89,5 +95,20 @@ def test_a_file_changed_just_now_is_hashed_and_not_remembered(tmp_path: Path) ->
 
     model, cache = tmp_path / "model.onnx", tmp_path / "cache"
     model.write_bytes(b"fresh")
-    assert models.model_digests(model, md5=False, cache=cache)[1] == ""
+    assert models.model_digests(model, md5=False, cache=cache)[1:] == ("", False)
     assert not (cache / models.DIGESTS_FILE).exists()
+
+
+def test_a_run_records_whether_the_model_digest_was_read_or_remembered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from suite import models
+
+    monkeypatch.setattr(models, "_RACY_S", -1.0)
+    card = load_card(find_paths(), "resnet50")
+    model = tmp_path / "resnet50.onnx"
+    model.write_bytes(b"not the reference model")
+    card = card.with_model_path(str(model))
+    first = models.check_model(card, tmp_path / "cache")
+    second = models.check_model(card, tmp_path / "cache")
+    assert (first.sha256_source, second.sha256_source) == ("read", "remembered")
+    assert first.sha256 == second.sha256 and first.division == second.division == "open"

@@ -116,7 +116,7 @@ def test_a_sut_without_a_backend_record_stops_as_before() -> None:
 
 
 def _record(parent_cpu: float, workers: list[tuple[float, int, int]]) -> dict[str, Any]:
-    return {"client_workers": len(workers),
+    return {"client_workers": len(workers), "workers_reported": len(workers),
             "parent": {"run_cpu_s": parent_cpu, "requests": sum(w[1] for w in workers),
                        "chunks": 0, "streamed": 0},
             "workers": [{"run_cpu_s": c, "requests": r, "chunks": e, "index": i}
@@ -143,6 +143,13 @@ def test_the_parent_caps_the_prediction() -> None:
     figures = derive(_record(0.16, [(0.1, 1000, 5000), (0.1, 1000, 5000)]))
     assert figures["predicted_requests_per_s"]["2"] == pytest.approx(12_500)
     assert figures["predicted_requests_per_s"]["1"] == pytest.approx(10_000)
+
+
+def test_a_run_missing_a_workers_record_gives_no_figures() -> None:
+    record = _record(0.02, [(0.1, 1000, 5000)])
+    record["client_workers"] = 2  # one worker was killed at close and sent nothing
+    with pytest.raises(SystemExit, match="1 of 2 client workers reported"):
+        derive(record)
 
 
 def test_in_process_client_has_no_worker_prediction() -> None:
