@@ -14,9 +14,12 @@ same concurrency, goal >= 0.95, with TTFT p50 within 5 %. Made fair on a 2-core 
   no chat template) and AIPerf as ``single_turn`` (``{"text"}`` lines, sequential).
   LoadGen picks its samples from the same set; the record says how many were distinct.
   With prefix caching off, a prompt sent twice costs the engine the same both times.
-* **The same output.** 64 tokens a request, EOS ignored (ours: ``extra_body``
-  ``ignore_eos``; vLLM's client ``--ignore-eos``; AIPerf ``--extra-inputs
-  ignore_eos:true``). Requests, prompt and output tokens are recorded for each client.
+* **The same request.** 64 tokens a request, EOS ignored, greedy (ours: ``extra_body``
+  ``ignore_eos``, temperature 0, no ``min_tokens``, prompts as text; vLLM's client
+  ``--ignore-eos --temperature 0``, whose default is now the server's sampling; AIPerf
+  ``--extra-inputs ignore_eos:true temperature:0.0``). Requests, prompt and output tokens
+  are recorded for each client. Sampling and ``min_tokens`` change what the engine does
+  for a request (TTFT 8-16 ms against 6-7 ms on vLLM CPU, measured).
 * **Throughput**: a closed loop at concurrency 16 (ours: Offline, LoadGen issues every
   sample at once, ``max_in_flight`` = 16; ``--max-concurrency 16 --request-rate inf``;
   AIPerf ``--concurrency 16``): output tokens/s.
@@ -122,9 +125,15 @@ def _fail(name: str, done: Any) -> SystemExit:
                       f"{(done.stderr or done.stdout or '').strip()[-600:]}")
 
 
-#: How ours sends prompts (``backend.openai.prompt_as``): token ids, as a user of tinylm's
-#: card would, or text, as the other two clients do (``--ours-prompt-as text``).
-PROMPT_AS = ["ids"]
+#: How ours sends prompts (``backend.openai.prompt_as``): text by default, as the other two
+#: clients do (the API server then tokenizes every client's prompt on the engine's core);
+#: ``--ours-prompt-as ids`` as a user of tinylm's card would.
+PROMPT_AS = ["text"]
+#: More ``--set`` for ours. By default the same request as the others': no ``min_tokens``
+#: (moot with EOS ignored, and measured to cost vLLM CPU's TTFT: 13.5 against 6.9 ms at
+#: 10 requests/s); ``--ours-set`` replaces it, to test what a field costs the engine.
+SAME_REQUEST = ["backend.openai.min_tokens_field=false"]
+OURS_SETS: list[str] = []
 
 
 def ours(url: str, prompts: dict[str, Any], runs: Path, rate: float | None) -> dict[str, Any]:
@@ -145,7 +154,8 @@ def ours(url: str, prompts: dict[str, Any], runs: Path, rate: float | None) -> d
                        "--set", "loadgen.min_duration_ms=0",
                        "--set", f"backend.openai.max_in_flight={CONCURRENCY}",
                        "--set", "backend.openai.extra_body={ignore_eos = true}",
-                       "--set", f'backend.openai.prompt_as="{PROMPT_AS[0]}"'], cwd=REPO)
+                       "--set", f'backend.openai.prompt_as="{PROMPT_AS[0]}"',
+                       *(arg for kv in OURS_SETS for arg in ("--set", kv))], cwd=REPO)
     done = watched.run()
     new = sorted(set(runs.iterdir()) - before)
     if len(new) != 1 or not (new[0] / "result.json").is_file():
@@ -190,6 +200,9 @@ def vllm_client(python: str, url: str, model_dir: Path, prompts: dict[str, Any],
                        "--max-concurrency", str(CONCURRENCY),
                        "--request-rate", "inf" if rate is None else str(rate),
                        "--burstiness", "1.0", "--ignore-eos",
+                       # greedy, as ours and tinylm's card (its default is the server's
+                       # sampling, a different sampler on the engine's core)
+                       "--temperature", "0",
                        "--percentile-metrics", "ttft,tpot,itl,e2el",
                        "--metric-percentiles", "50,99", "--save-result",
                        "--result-dir", str(out), "--result-filename", "r.json"],
@@ -219,7 +232,8 @@ def aiperf_client(binary: str, url: str, model_dir: Path, prompts: dict[str, Any
                        "--input-file", prompts["aiperf"], "--custom-dataset-type",
                        "single_turn", "--dataset-sampling-strategy", "sequential",
                        "--request-count", str(prompts["count"]), "--osl", str(TOKENS),
-                       "--extra-inputs", "ignore_eos:true", "--use-server-token-count",
+                       "--extra-inputs", "ignore_eos:true", "--extra-inputs",
+                       "temperature:0.0", "--use-server-token-count",
                        *load, "--ui-type", "simple", "--artifact-dir", str(out)],
                       cwd=out.parent, env=env)
     done = watched.run()
@@ -344,19 +358,23 @@ def main() -> int:
     parser.add_argument("--aiperf", default=str(REPO / ".venv-aiperf" / "bin" / "aiperf"))
     parser.add_argument("--engine-python", default=str(REPO / ".venv-vllm" / "bin" / "python"))
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
-    parser.add_argument("--ours-prompt-as", choices=("ids", "text"), default="ids",
+    parser.add_argument("--ours-prompt-as", choices=("ids", "text"), default="text",
                         help="how ours sends prompts (the others send text)")
     parser.add_argument("--skip-throughput", action="store_true",
                         help="with --rate: only the Poisson (TTFT) part")
+    parser.add_argument("--ours-set", action="append", default=None, metavar="KEY=VALUE",
+                        help="--set for ours' runs (repeatable; default: "
+                             f"{' '.join(SAME_REQUEST)})")
     args = parser.parse_args()
     PROMPT_AS[0] = args.ours_prompt_as
+    OURS_SETS.extend(SAME_REQUEST if args.ours_set is None else args.ours_set)
     binary = args.aiperf if Path(args.aiperf).is_file() else None
     with tempfile.TemporaryDirectory() as name:
         report = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
                   "engine": compare(args.engine_python, Path(name), requests=args.requests,
                                     rounds=args.rounds, rate=args.rate, aiperf_binary=binary,
                                     skip_throughput=args.skip_throughput),
-                  "ours_prompt_as": args.ours_prompt_as}
+                  "ours_prompt_as": args.ours_prompt_as, "ours_sets": OURS_SETS}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench_engine_compare_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
