@@ -183,19 +183,15 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def md5_file(path: Path) -> str:
-    """The hex md5 of a file (only to compare with checksums published as md5)."""
-    digest = hashlib.md5(usedforsecurity=False)
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 #: Remembered digests of model files (``model_digests``), in the state cache.
 DIGESTS_FILE = "model_digests.json"
 #: A file changed this recently may change again within its timestamps' resolution.
 _RACY_S = 2.0
+
+
+def _state(stat: os.stat_result) -> tuple[int, ...]:
+    """What identifies a file's content version: device, inode, size, mtime, ctime (ns)."""
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
 def model_digests(path: Path, md5: bool, cache: Path | None = None) -> tuple[str, str, bool]:
@@ -212,8 +208,7 @@ def model_digests(path: Path, md5: bool, cache: Path | None = None) -> tuple[str
     now = time.time()
     with path.open("rb") as handle:
         stat = os.fstat(handle.fileno())
-        key = f"{path.resolve()}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|" \
-              f"{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+        key = "|".join(map(str, (path.resolve(), *_state(stat))))
         store = cache / DIGESTS_FILE if cache is not None else None
         known: dict[str, list[str]] = {}
         if store is not None:
@@ -228,7 +223,8 @@ def model_digests(path: Path, md5: bool, cache: Path | None = None) -> tuple[str
             sha.update(chunk)
             if md is not None:
                 md.update(chunk)
-        unchanged = os.fstat(handle.fileno()) == stat
+        # the state, not the whole stat: reading may move the access time
+        unchanged = _state(os.fstat(handle.fileno())) == _state(stat)
     digests = sha.hexdigest(), md.hexdigest() if md is not None else ""
     if store is not None and unchanged and now - max(stat.st_mtime, stat.st_ctime) > _RACY_S:
         known = {k: v for k, v in list(known.items())[-63:] if k != key}  # the newest 64
