@@ -20,7 +20,9 @@ When the server reports usage (``stream_options.include_usage``), a completion-t
 count that differs from the ids received is an error, not a warning. Every failure
 (connection, HTTP status, timeout, malformed event, a count that disagrees) is reported
 once, naming the URL and the sample, and nothing is retried: a silent retry would hide
-a server's failure inside its latency.
+a server's failure inside its latency. The one request sent again is one the server never
+read (a kept-alive connection it closed at its idle limit, ``http_pool``), once, and
+counted (``resent``).
 """
 
 from __future__ import annotations
@@ -291,6 +293,12 @@ class EndpointClient:
         if not ids:
             raise StreamError("the server returned no output tokens")
         return ids, s.token_source
+
+    @property
+    def resent(self) -> int:
+        """Requests sent again because the server closed their kept-alive connection
+        unanswered (``http_pool``)."""
+        return sum(pool.resent for pool in self._pools.values())
 
     def close(self) -> None:
         """Cancel every request in flight and stop the loop (about a second at most)."""

@@ -106,8 +106,12 @@ class SseRequest:
 
     # -- the connection's side (http_pool.Exchange) ------------------------------------
     def sent(self, conn: Connection) -> None:
+        # Sent again on a new connection (``Pool.resend``): the total timeout still
+        # counts from the first send.
+        self.last = conn.pool.time()
+        if self.conn is None:
+            self.start = self.last
         self.conn = conn
-        self.start = self.last = conn.pool.time()
         self.client.watch(self)
 
     def head(self, status: int) -> None:

@@ -61,6 +61,8 @@ def test_every_worker_and_loadgens_process_report_what_they_spent(tmp_path: Path
         assert worker["chunks"] == worker["requests"] * EVENTS
         assert worker["messages"] > 0
     assert sum(w["requests"] for w in run["workers"]) == SAMPLES
+    # requests sent again after an idle close: each worker's count, and their sum
+    assert run["requests_resent"] == sum(w["resent"] for w in run["workers"])
     figures = derive(run)
     assert figures["requests"] == SAMPLES and figures["events"] == SAMPLES * EVENTS
     assert figures["worker_ceiling_requests_per_s"] > 0

@@ -146,6 +146,8 @@ class EndpointSystemUnderTest:
             "wall_s": round(self._cpu_spent[1], 6) if self._cpu_spent else 0.0,
             "samples_issued": self.issued_samples,
             "samples_distinct": len(self._indices),
+            # sent again after a server closed their kept-alive connection unanswered
+            "requests_resent": self.client.resent,
             # LoadGen's process: the samples it completed; the SSE events it parsed
             # itself (none where worker processes stream)
             "parent": process_record(
@@ -176,6 +178,7 @@ class EndpointSystemUnderTest:
         worker_cpu = float(getattr(self.client, "worker_cpu_s", 0.0))
         return {"kind": "endpoint", "client_workers": self.workers,
                 "requests": self.client.requests, "sse_events": self.client.chunks,
+                "requests_resent": self.client.resent,
                 "tokens": self.tokens_out, "token_ids_from": dict(self.sources),
                 # CPU seconds of every client process (LoadGen's included) over the run
                 **({"cpu_s": round(self._cpu_spent[0] + worker_cpu, 6),

@@ -104,7 +104,7 @@ def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]]
     finally:
         client.close()
         record = process_record("worker", started[0] if started else None, client.requests,
-                                client.chunks, index=index)
+                                client.chunks, index=index, resent=client.resent)
         with contextlib.suppress(OSError, BrokenPipeError):
             flush()
             conn.send([("stats", record)])
@@ -127,7 +127,7 @@ class ClientWorkers:
         self._outstanding: list[int] = []
         self._owner: dict[int, int] = {}
         self._lock = threading.Lock()
-        self.requests = self.chunks = 0
+        self.requests = self.chunks = self.resent = 0
         self.worker_cpu_s = 0.0
         #: Each worker's ``process_record`` as it stopped (see the module docstring).
         self.records: list[dict[str, Any]] = []
@@ -198,6 +198,7 @@ class ClientWorkers:
                             self.worker_cpu_s += record["run_cpu_s"]
                             self.requests += record["requests"]
                             self.chunks += record["chunks"]
+                            self.resent += record["resent"]
                             self.records.append(record)
                             self.records.sort(key=lambda r: int(r["index"]))
                         return

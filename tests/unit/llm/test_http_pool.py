@@ -16,6 +16,7 @@ pytest.importorskip("httptools", reason="the endpoint client needs httptools (.[
 
 from suite.llm import endpoint_client
 from suite.llm.endpoint_client import ClientSettings, EndpointClient
+from tests.conftest import REPO
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -198,3 +199,123 @@ def test_close_cancels_a_request_in_flight_within_a_second() -> None:
         client.close()
         assert time.monotonic() - start < 1.5
         assert done == []  # cancelled, not failed
+
+
+@contextmanager
+def _uvicorn(keepalive_s: int) -> Iterator[tuple[str, int]]:
+    """(URL, pid) of uvicorn on uvloop and httptools (vLLM's server stack) serving
+    ``tests.support.sse_asgi``, closing idle connections after ``keepalive_s``."""
+    import socket
+    import subprocess
+    import sys
+
+    pytest.importorskip("uvicorn", reason="uvicorn (installed with the [remote] extra's "
+                                          "mlserver) is the server under test")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "tests.support.sse_asgi:app", "--host", "127.0.0.1",
+         "--port", str(port), "--loop", "uvloop", "--http", "httptools",
+         "--timeout-keep-alive", str(keepalive_s), "--log-level", "warning"],
+        cwd=str(REPO))
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "no uvicorn"
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}", server.pid
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_a_request_the_server_closed_unread_at_its_idle_limit_is_sent_again_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race no client clock rules out: the request is written to a kept-alive
+    connection inside the server's idle limit, but the server's loop stalls (here: stopped)
+    past it, and on waking runs its idle timer before it reads; it closes the connection
+    with the request unread. The request is sent again on a new connection, once, and
+    counted; the stream then completes."""
+    import os
+    import signal
+
+    monkeypatch.setattr(endpoint_client, "KEEPALIVE_S", 60.0)  # the client always reuses
+    with _uvicorn(keepalive_s=1) as (url, pid):
+        done: list[object] = []
+        client = _client(url, done)
+        try:
+            assert _one(client, done, 0) == [3, 4], done
+            os.kill(pid, signal.SIGSTOP)  # the server's loop stalls, its timer running
+            time.sleep(0.1)
+            client.submit([(1, 1, [1, 2])])
+            time.sleep(1.5)  # the server is past its 1 s idle limit before it reads
+            os.kill(pid, signal.SIGCONT)
+            assert _one(client, done, 1) == [3, 4], done
+            assert client.resent == 1
+            assert _one(client, done, 2) == [3, 4], done  # the new connection is kept
+            assert client.resent == 1
+        finally:
+            os.kill(pid, signal.SIGCONT)
+            client.close()
+
+
+@contextmanager
+def _closing_unanswered(answered: int) -> Iterator[str]:
+    """A loopback server that answers its first ``answered`` requests, then reads every
+    further one and closes its connection unanswered (as a server that died holding it)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.1)
+    stop = threading.Event()
+    body = b'data: {"choices":[{"token_ids":[3,4]}]}\n\ndata: [DONE]\n\n'
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    count = [0]
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                while conn.recv(65536):
+                    count[0] += 1
+                    if count[0] > answered:
+                        break  # read, then closed unanswered
+                    conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(2)
+        listener.close()
+
+
+def test_a_new_connection_closed_unanswered_fails_the_request_without_a_resend() -> None:
+    """Only a reused connection's unanswered close is sent again, once: on a new
+    connection it is the server's failure, reported (so a resend that fails too is)."""
+    for answered, expected_resent in ((0, 0), (1, 1)):
+        with _closing_unanswered(answered) as url:
+            done: list[object] = []
+            client = _client(url, done)
+            try:
+                if answered:
+                    assert _one(client, done, 0) == [3, 4], done
+                message = str(_one(client, done, answered))
+                assert "the connection closed before a response" in message, message
+                assert f"sample {answered}" in message, message
+                assert client.resent == expected_resent
+            finally:
+                client.close()

@@ -45,6 +45,7 @@ class _Client:
 
     def __init__(self) -> None:
         self.requests = self.chunks = 0
+        self.resent = 1  # one request sent again after an idle close (http_pool)
         self.closed = False
 
     def submit(self, items: Sequence[tuple[int, int, Sequence[int]]]) -> None:
@@ -100,6 +101,8 @@ def test_the_sut_fills_the_backend_records_run_when_it_stops() -> None:
     assert list(record) == keys  # "run" replaced, no key added
     run = record["run"]
     assert run["samples_issued"] == 4 and run["samples_distinct"] == 3
+    assert run["requests_resent"] == 1  # the client's count, recorded
+    assert sut.batch_profile()["requests_resent"] == 1
     assert run["parent"]["requests"] == completer.completed == 4
     assert run["parent"]["streamed"] == 4 and run["parent"]["chunks"] == 20
     assert run["parent"]["run_cpu_s"] >= 0 and run["parent"]["pid"] == os.getpid()
