@@ -33,6 +33,9 @@ class ServerRecord:
     engine_version: str = ""
     server_header: str = ""
     max_model_len: int | None = None
+    #: Where the engine loaded the weights from, as ``/v1/models`` says (vLLM's and
+    #: SGLang's ``root``: the path or hub id); "" where it does not say.
+    root: str = ""
 
 
 @dataclass
@@ -50,8 +53,10 @@ class EndpointRecord:
         first = self.servers[0] if self.servers else ServerRecord("", "")
         engines = sorted({s.owned_by or "unreported" for s in self.servers})
         versions = sorted({s.engine_version or "unreported" for s in self.servers})
+        roots = sorted({s.root or "unreported" for s in self.servers})
         return {"urls": ", ".join(s.url for s in self.servers),
                 "replicas": str(len(self.servers)), "model": first.model,
+                "model_root": ", ".join(roots),
                 "engine": ", ".join(engines), "engine_version": ", ".join(versions),
                 "server_header": first.server_header or "unreported",
                 "max_model_len": str(first.max_model_len or "unreported"),
@@ -107,7 +112,8 @@ def _describe(settings: ClientSettings, url: str, timeout_s: float) -> ServerRec
             return ServerRecord(url=url, model=settings.model,
                                 owned_by=str(match.get("owned_by", "")),
                                 engine_version=version, server_header=server_header,
-                                max_model_len=match.get("max_model_len"))
+                                max_model_len=match.get("max_model_len"),
+                                root=str(match.get("root") or ""))
 
     try:
         return asyncio.run(ask())

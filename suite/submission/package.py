@@ -37,7 +37,7 @@ from suite.config.rules import RuleSet, SubmissionRules
 from suite.logs import parse_detail_log
 from suite.models import load_card
 from suite.paths import Paths
-from suite.results import token_metrics
+from suite.results import RunResult, token_metrics
 from suite.submission.safety import PackageError, Precision, recorded_precision, refuse_links
 from suite.submission.selection import (
     LLM_RATE,
@@ -178,7 +178,7 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
     for name in ("user.conf", "mlperf.conf"):
         if (perf / name).is_file():
             shutil.copyfile(perf / name, out / name)
-    input_dtype, weights = _model_files(paths, benchmark)
+    input_dtype, weights = _model_files(paths, benchmark, cand.run)
     (out / "measurements.json").write_text(json.dumps({
         "input_data_types": input_dtype,
         # "No" only where the run recorded the reference weights (the closed division, by
@@ -201,14 +201,22 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
             readme.writelines(f"- {line}\n" for line in attempts)
 
 
-def _model_files(paths: Paths, benchmark: str) -> tuple[str, str]:
+def _model_files(paths: Paths, benchmark: str, run: RunResult) -> tuple[str, str]:
     """(input data type, starting weights file) from the benchmark's card: an LLM card's
-    prompts are token ids (int32, as its responses) and its weights a torch state dict."""
+    prompts are token ids (int32, as its responses) and its weights a torch state dict,
+    or, for a model the user's engine serves, where every test's engine said it loaded
+    the weights from (``/v1/models`` ``root``). Nothing recorded is "", which the
+    checker refuses (MEAS-JSON): the packager does not guess the weights."""
     from suite.llm.card import card_name, is_llm_benchmark, load_llm_card
 
     if is_llm_benchmark(paths, benchmark):
         llm = load_llm_card(paths, card_name(benchmark))
-        return llm.generation.response_dtype, llm.model.torch_state_dict
+        if llm.model.source != "user":
+            return llm.generation.response_dtype, llm.model.torch_state_dict
+        roots = {str(t.backend.get("details", {}).get("model_root", "")) for t in run.tests}
+        root = roots.pop() if len(roots) == 1 else ""
+        known = root and "unreported" not in root.split(", ")
+        return llm.generation.response_dtype, root if known else ""
     card = load_card(paths, benchmark)
     return card.input.dtype, card.model.onnx_file
 

@@ -45,6 +45,7 @@ def test_offline_is_valid_and_records_what_the_server_said(tmp_path: Path) -> No
     assert details["engine"] == "synthetic" and details["engine_version"] == "synthetic-1"
     assert details["urls"] == url and details["replicas"] == "1"
     assert details["token_source"] == "engine" and details["model"] == "tinylm"
+    assert details["model_root"] == "unreported"  # its /v1/models names no weights
     status = json.loads((run_dir / "performance" / "status.json").read_text())
     profile = status["batches"]
     assert profile["kind"] == "endpoint" and profile["token_ids_from"] == {"engine": 64}

@@ -182,6 +182,8 @@ def round_benchmark_on_the_engine(url: str, model_dir: Path, base: Path) -> None
         result = RunResult.load(run_dir / "result.json")
         performance, accuracy = result.tests
         assert performance.status.value in ("VALID", "INVALID"), performance
+        # where vLLM says it loaded the weights from (/v1/models root), recorded
+        assert performance.backend["details"]["model_root"] == str(model_dir.resolve())
         assert result.dataset["sha256"] == hashlib.sha256(dataset.read_bytes()).hexdigest()
         record = ast.literal_eval((run_dir / "accuracy" / "accuracy.txt")
                                   .read_text().splitlines()[0])
@@ -218,6 +220,10 @@ def audit_round_bundle(runs: Path, base: Path, dataset: Path, model_dir: Path,
                    str(base / "system.toml"), **env())
     assert done.returncode == 0, done.stderr
     tree = base / "out" / "closed_ORG_box"
+    measurements = json.loads(next(tree.glob(
+        "closed/ORG/results/box/llama3.1-8b/Offline/measurements.json")).read_text())
+    # the user's weights, named as the engine reported them (never the card's guess)
+    assert measurements["starting_weights_filename"] == str(model_dir.resolve())
     test06 = next(tree.glob("closed/ORG/results/box/llama3.1-8b/Offline/TEST06"))
     assert "TEST06 verification complete" in (test06 / "verify_accuracy.txt").read_text()
     bundle = base / "out" / "closed_ORG_box.tar.gz"

@@ -51,8 +51,14 @@ def test_accuracy_met_fails_on_an_upper_limit_the_recheck_found() -> None:
     assert claim["accuracy_met_from"] == "accuracy.txt (suite check)"
 
 
-def _measurements(tmp_path: Path, division: str) -> dict[str, Any]:
+def _measurements(tmp_path: Path, division: str, benchmark: str = "digits",
+                  roots: tuple[str, ...] = ()) -> dict[str, Any]:
     run_dir = write_run(tmp_path / "runs", f"run_{division}", division=division)
+    if roots:  # what each test's engine said about its weights (endpoint_check)
+        record = json.loads((run_dir / "result.json").read_text())
+        for test, root in zip(record["tests"], roots, strict=True):
+            test["backend"] = {**test["backend"], "details": {"model_root": root}}
+        (run_dir / "result.json").write_text(json.dumps(record))
     (run_dir / "performance").mkdir()
     (run_dir / "accuracy").mkdir()
     (run_dir / "accuracy" / "mlperf_log_accuracy.json").write_text("[]")
@@ -61,7 +67,7 @@ def _measurements(tmp_path: Path, division: str) -> dict[str, Any]:
     out = tmp_path / "out" / division
     assert RULES.submission is not None
     _result_dir(out, Candidate(run, run_dir, 1.0, True), find_paths(), RULES.submission,
-                "digits", Precision("fp32", "none"))
+                benchmark, Precision("fp32", "none"))
     data: dict[str, Any] = json.loads((out / "measurements.json").read_text())
     return data
 
@@ -72,3 +78,17 @@ def test_retraining_is_no_only_where_the_run_recorded_the_reference_weights(
     # an open run's model is not the card's: whether it was retrained is the submitter's
     # to state (empty: suite check's MEAS-JSON names it), never a constant "No"
     assert _measurements(tmp_path, "open")["retraining"] == ""
+
+
+def test_a_served_models_starting_weights_are_what_its_engine_said_it_loaded(
+        tmp_path: Path) -> None:
+    # llama3.1-8b's weights are the user's engine's: the packager names what the engine
+    # reported (/v1/models root) for every test, and nothing where it did not say
+    root = "/models/Llama-3.1-8B-Instruct"
+    said = _measurements(tmp_path / "a", "closed", "llama3.1-8b", (root, root))
+    assert said["starting_weights_filename"] == root
+    assert said["input_data_types"] == "int32"
+    # unreported by one test, or two tests on different weights: "" (MEAS-JSON names it)
+    for roots in ((root, "unreported"), (root, "/models/other")):
+        data = _measurements(tmp_path / roots[1].strip("/"), "closed", "llama3.1-8b", roots)
+        assert data["starting_weights_filename"] == "", roots
