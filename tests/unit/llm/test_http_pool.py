@@ -250,6 +250,7 @@ def test_a_request_the_server_closed_unread_at_its_idle_limit_is_sent_again_once
         client = _client(url, done)
         try:
             assert _one(client, done, 0) == [3, 4], done
+            time.sleep(0.2)  # the server has armed its idle timer (microseconds after)
             os.kill(pid, signal.SIGSTOP)  # the server's loop stalls, its timer running
             time.sleep(0.1)
             client.submit([(1, 1, [1, 2])])
