@@ -24,6 +24,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     close_after: bool = False
     mode = "ok"  # "stall": nothing for 5 s; "trickle": a comment line every 50 ms, 5 s
     connections: list[int] = []  # noqa: RUF012 (one list per server class, by design)
+    #: Requests answered; every later one is read and its connection closed unanswered
+    #: (as a server that died holding it). None: all answered.
+    answered: int | None = None
+    requests: list[int] = []  # noqa: RUF012 (one list per server class, by design)
 
     def setup(self) -> None:
         super().setup()
@@ -31,6 +35,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append(1)
+        if self.answered is not None and len(self.requests) > self.answered:
+            self.close_connection = True  # read, then closed unanswered
+            return
         if self.mode != "ok":
             self._slow()
             return
@@ -65,11 +73,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 
 @contextmanager
-def _server(close_after: bool, mode: str = "ok") -> Iterator[tuple[str, list[int]]]:
+def _server(close_after: bool, mode: str = "ok", answered: int | None = None
+            ) -> Iterator[tuple[str, list[int]]]:
     class Handler(_Handler):
         pass
 
     Handler.close_after, Handler.connections, Handler.mode = close_after, [], mode
+    Handler.answered, Handler.requests = answered, []
     handler = Handler
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.block_on_close = False  # a stalled handler is not waited for
@@ -265,50 +275,11 @@ def test_a_request_the_server_closed_unread_at_its_idle_limit_is_sent_again_once
             client.close()
 
 
-@contextmanager
-def _closing_unanswered(answered: int) -> Iterator[str]:
-    """A loopback server that answers its first ``answered`` requests, then reads every
-    further one and closes its connection unanswered (as a server that died holding it)."""
-    import socket
-
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    listener.settimeout(0.1)
-    stop = threading.Event()
-    body = b'data: {"choices":[{"token_ids":[3,4]}]}\n\ndata: [DONE]\n\n'
-    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-              b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-    count = [0]
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                while conn.recv(65536):
-                    count[0] += 1
-                    if count[0] > answered:
-                        break  # read, then closed unanswered
-                    conn.sendall(answer)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(2)
-        listener.close()
-
-
 def test_a_new_connection_closed_unanswered_fails_the_request_without_a_resend() -> None:
     """Only a reused connection's unanswered close is sent again, once: on a new
     connection it is the server's failure, reported (so a resend that fails too is)."""
     for answered, expected_resent in ((0, 0), (1, 1)):
-        with _closing_unanswered(answered) as url:
+        with _server(False, answered=answered) as (url, _):
             done: list[object] = []
             client = _client(url, done)
             try:
