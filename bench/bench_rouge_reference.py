@@ -5,7 +5,7 @@ The reference (mlcommons/inference ``language/llama3.1-8b/evaluation.py`` and
 sentences with ``nltk.sent_tokenize``, and scores with Hugging Face ``evaluate``'s "rouge"
 (``use_stemmer=True, use_aggregator=False``), mean x 100 rounded to 4 places; ``gen_len``
 counts characters. Here the same accuracy log is decoded once (our decoder), then scored
-twice: by ``suite.llm.round_accuracy.score`` in this process, and by the reference's steps
+twice: by ``suite.llm.round.scoring.score`` in this process, and by the reference's steps
 in a separate environment that has ``evaluate``, ``nltk`` and ``rouge_score`` installed
 (``--reference-python``), with the metric script loaded from a local directory
 (``--rouge-metric``: ``metrics/rouge`` of huggingface/evaluate) and nltk's punkt data from
@@ -27,10 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from suite.llm import round_accuracy  # noqa: E402
 from suite.llm.accuracy import decode_outputs  # noqa: E402
 from suite.llm.card import load_llm_card  # noqa: E402
 from suite.llm.dataset import LLMDataset  # noqa: E402
+from suite.llm.round import scoring as round_accuracy  # noqa: E402
 from suite.paths import find_paths  # noqa: E402
 
 # The reference's steps, run in the reference environment (argv: pairs.json, metric dir).

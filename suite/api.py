@@ -13,7 +13,6 @@ harness, numpy or framework (a run's fixed cost, and ``suite check`` on a laptop
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -25,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from suite.config.loader import ConfigRequest
 from suite.errors import ConfigError, SuiteError
 from suite.harness.run import EXIT_CODES, lint, prepare, run
+from suite.harness.tune_options import TuneOptions
 from suite.paths import Paths, find_paths
-from suite.scenarios import Scenario
 from suite.submission.workflow import PackageResult, SignResult, package, sign
 
 if TYPE_CHECKING:
@@ -125,99 +124,27 @@ def system(config_file: Path | None = None, *, division: str = "closed",
     return SystemDescription(data, empty, unknown)
 
 
-@dataclass
-class TuneOptions:
-    """What ``suite tune`` searches; the defaults are the command's."""
-
-    benchmark: str = "digits"
-    backend: str = "onnxruntime"
-    scenarios: tuple[Scenario, ...] = tuple(Scenario)
-    system: str | None = None
-    runs_dir: Path | None = None
-    probe_ms: int = 2000
-    confirm_ms: int | None = None
-    batch_sizes: tuple[int, ...] = (1, 4, 16)
-    worker_counts: tuple[int, ...] = ()
-    worker_models: tuple[str, ...] = ()
-    steps: int = 6
-    max_qps: float | None = None
-    fresh: bool = False
-    #: LLM benchmarks: the Offline concurrency sweep, and the openai backend's servers.
-    concurrency: tuple[int, ...] = (1, 4, 16, 64)
-    urls: tuple[str, ...] = ()
-
-    @classmethod
-    def quick(cls, **changes: Any) -> TuneOptions:
-        """Seconds-long probes and confirming runs: a smoke test, not a tuning."""
-        quick = cls(probe_ms=1000, confirm_ms=1000, batch_sizes=(1, 4), steps=2)
-        return dataclasses.replace(quick, **changes)
-
-    @classmethod
-    def from_text(cls, *, scenarios: tuple[str, ...] = (), batch_sizes: str = "1,4,16",
-                  worker_counts: str = "", worker_models: str = "", quick: bool = False,
-                  given: frozenset[str] = frozenset(), concurrency: str = "1,4,16,64",
-                  **values: Any) -> TuneOptions:
-        """The options as the command line spells them: comma-separated lists, scenario
-        names, and ``quick`` (its sizes, except for the options named in ``given``)."""
-        models = tuple(m.strip() for m in worker_models.split(",") if m.strip())
-        if unknown := sorted(set(models) - {"threads", "processes"}):
-            raise ConfigError(f"--worker-models: unknown {', '.join(unknown)}",
-                              hint="give threads, processes or both, comma-separated")
-        options = cls(scenarios=tuple(Scenario(s) for s in scenarios) or tuple(Scenario),
-                      batch_sizes=tuple(_int_list("--batch-sizes", batch_sizes)),
-                      worker_counts=tuple(_int_list("--workers", worker_counts)),
-                      worker_models=models,
-                      concurrency=tuple(_int_list("--concurrency", concurrency)), **values)
-        if quick:
-            small = cls.quick()
-            options = dataclasses.replace(options, **{
-                name: getattr(small, name) for name in ("probe_ms", "confirm_ms",
-                                                        "batch_sizes", "steps")
-                if name not in given})
-        return options
-
-
-def _int_list(option: str, text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ConfigError(f"{option} {text!r}: not a list of integers",
-                          hint="give integers, comma-separated (1,4,16)") from None
-    if any(v < 1 for v in values):
-        raise ConfigError(f"{option} {text!r}: each value must be at least 1") from None
-    return values
-
-
 def tune(options: TuneOptions, *, say: Callable[[str], None] = lambda message: None,
          paths: Paths | None = None) -> TuneReport:
-    """Find and record the settings this system sustains (see ``suite.harness.tune``)."""
-    from suite.harness.tune import tune as run_tune
-    from suite.llm.card import is_llm_benchmark
+    """Find and record the settings this system sustains (``suite.harness.tune`` for a
+    tensor card, ``suite.harness.llm.sweep`` for a text-generation card)."""
+    import importlib
+
+    from suite.harness.kinds import for_benchmark
 
     paths = paths or find_paths()
-    o = options
-    if is_llm_benchmark(paths, o.benchmark):
-        from suite.harness.llm.sweep import tune_llm
-
-        sets: dict[str, Any] = {"backend.openai.urls": list(o.urls)} if o.urls else {}
-        return tune_llm(paths, o.benchmark, o.backend, list(o.scenarios), o.system,
-                        (o.runs_dir or paths.runs).resolve(), list(o.concurrency), o.steps,
-                        o.fresh, say, sets)
-    return run_tune(paths, o.benchmark, o.backend, list(o.scenarios), o.system,
-                    (o.runs_dir or paths.runs).resolve(), o.probe_ms, o.confirm_ms,
-                    list(o.batch_sizes), o.steps, o.fresh, say, list(o.worker_counts),
-                    list(o.worker_models), o.max_qps)
+    module, _, name = for_benchmark(paths, options.benchmark).tuner.partition(":")
+    tuner: Callable[..., TuneReport] = getattr(importlib.import_module(module), name)
+    return tuner(options, say=say, paths=paths)
 
 
 def default_backend(benchmark: str, paths: Paths | None = None) -> str:
-    """The backend a benchmark runs on when none is named: torch-llm for a text-generation
-    card, onnxruntime otherwise (an unknown name is left for the config to refuse)."""
-    from suite.llm.card import is_llm_benchmark
+    """The backend a benchmark runs on when none is named: its kind's (torch-llm for a
+    text-generation card, onnxruntime otherwise; an unknown name is left for the config
+    to refuse)."""
+    from suite.harness.kinds import for_benchmark
 
-    try:
-        return "torch-llm" if is_llm_benchmark(paths or find_paths(), benchmark) else "onnxruntime"
-    except SuiteError:
-        return "onnxruntime"
+    return for_benchmark(paths or find_paths(), benchmark).default_backend
 
 
 def keygen(out_dir: Path | None = None, *, prompt: Callable[[], str] | None = None,
@@ -261,11 +188,12 @@ def export(benchmark: str, out_dir: Path, *, fmt: str = "hf", verify_samples: in
 
 def _llm_card(paths: Paths, benchmark: str, hint: str) -> LLMCard:
     """``benchmark``'s LLM card; another kind of card is one line naming it."""
-    from suite.llm.card import is_llm_benchmark, load_llm_card
+    from suite.llm.card import load_llm_card
 
-    if not is_llm_benchmark(paths, benchmark):
-        raise ConfigError(f"benchmark '{benchmark}' is not a text-generation card", hint=hint)
-    return load_llm_card(paths, benchmark)
+    try:
+        return load_llm_card(paths, benchmark)
+    except ConfigError as exc:
+        raise ConfigError(str(exc), hint=hint) from None
 
 
 def serve_card(benchmark: str, model_path: Path | None = None,

@@ -19,10 +19,12 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 import tomllib
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +32,54 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from suite.errors import ConfigError, ModelError
 from suite.paths import Paths
+
+
+class Kind(StrEnum):
+    """What kind of benchmark a card is: what the run pipeline does differently for it.
+
+    A card declares it (``task`` in its ``model.toml``); ``card_kind`` reads it, once per
+    run, and every stage that differs by kind asks the kind's strategy
+    (``suite.harness.kinds``), never the card again.
+    """
+
+    #: Fixed-shape tensors in and out, one ``predict`` per batch (digits, ResNet-50).
+    TENSOR = "tensor"
+    #: Token streams: TTFT/TPOT, tokens per second (tinylm, the round's LLMs).
+    TEXT_GENERATION = "text-generation"
+
+
+#: A card's ``task`` for each kind that is not ``TENSOR`` (a card without one is a tensor card).
+_TASK_KINDS = {"text-generation": Kind.TEXT_GENERATION}
+
+#: A benchmark named ``<card>-interactive`` runs the card ``<card>`` (Interactive is the
+#: Server scenario with tighter bounds; the model, dataset and accuracy are the same).
+INTERACTIVE_SUFFIX = "-interactive"
+
+#: A benchmark named ``<card>-99`` or ``<card>-99.9`` runs the card ``<card>``: the round's
+#: accuracy levels (llama2-70b-99, llama2-70b-99.9) share model, dataset and evaluation.
+_ACCURACY_LEVEL = re.compile(r"-99(\.9)?$")
+
+
+def card_name(benchmark: str) -> str:
+    """The card a benchmark runs (``llama2-70b-99.9`` and ``tinylm-interactive`` run the
+    ``llama2-70b`` and ``tinylm`` cards); a name without a suffix is its own card."""
+    return _ACCURACY_LEVEL.sub("", benchmark.removesuffix(INTERACTIVE_SUFFIX))
+
+
+def card_kind(paths: Paths, benchmark: str) -> Kind:
+    """The kind ``benchmark``'s card declares (its ``task``): the one place that decides.
+
+    A card that cannot be read is a tensor card here: the kind's own card loader then
+    reports what is wrong with it, naming the file and key.
+    """
+    for name in dict.fromkeys((benchmark, card_name(benchmark))):
+        path = paths.reference_models / name / "model.toml"
+        try:
+            task = tomllib.loads(path.read_text(encoding="utf-8")).get("task")
+        except (OSError, ValueError):  # missing, not UTF-8, not TOML, an overlong integer
+            continue
+        return _TASK_KINDS.get(str(task), Kind.TENSOR)
+    return Kind.TENSOR
 
 
 class _Card(BaseModel):

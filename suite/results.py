@@ -41,6 +41,17 @@ class Status(StrEnum):
     INTERRUPTED = "INTERRUPTED"
 
 
+#: The exit code of a run that ended so (the CLI's, and ``result.json``'s ``exit_code``).
+EXIT_CODES = {Status.VALID: 0, Status.INVALID: 2, Status.FAILED: 1, Status.INTERRUPTED: 130}
+#: From the least to the most severe: a run's status is its worst test's.
+SEVERITY = [Status.VALID, Status.INVALID, Status.FAILED, Status.INTERRUPTED]
+
+
+def worst(statuses: list[Status]) -> Status:
+    """The most severe of ``statuses`` (a run's status from its tests')."""
+    return max(statuses, key=SEVERITY.index)
+
+
 class PerformanceSummary(_Frozen):
     """Scenario metric and verdicts, as LoadGen logged them."""
 

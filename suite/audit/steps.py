@@ -199,14 +199,14 @@ def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, An
               data: AuditData) -> None:
     from suite import datasets
     from suite.accuracy import decode_accuracy_log
-    from suite.llm.card import is_llm_benchmark
-    from suite.models import load_card
+    from suite.harness.kinds import for_benchmark
+    from suite.models import Kind, load_card
     from suite.postprocess import make_postprocess
 
     result = claim["result"]
     try:
         info = _run_info(tree, result)
-        if is_llm_benchmark(paths, str(info["benchmark"])):
+        if for_benchmark(paths, str(info["benchmark"])).kind is Kind.TEXT_GENERATION:
             _llm_accuracy(report, tree, paths, claim, info, data)
             return
         log = tree / "evidence" / result / "mlperf_log_accuracy.json"
@@ -293,9 +293,9 @@ def _replay_request(info: dict[str, Any], runs_dir: Path, data: AuditData,
 def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
             runs_dir: Path, tolerance: float, allow_backends: frozenset[str],
             data: AuditData) -> Path | None:
+    from suite.harness.kinds import for_benchmark
     from suite.harness.run import run
-    from suite.llm.card import card_name, is_llm_benchmark, load_llm_card, verify_weights
-    from suite.models import load_card, verify_model_file
+    from suite.models import Kind
     from suite.scenarios import SPECS, Scenario
     from suite.submission.package import llm_figure
 
@@ -309,10 +309,10 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
             "replay would import and run its code", "read it, then allow it with "
             f"--allow-backend {backend}"], "refused")
         return None
-    llm = is_llm_benchmark(paths, str(info["benchmark"]))
+    strategy = for_benchmark(paths, str(info["benchmark"]))
+    llm = strategy.kind is Kind.TEXT_GENERATION
     try:
-        local_sha = verify_weights(load_llm_card(paths, card_name(info["benchmark"]))) \
-            if llm else verify_model_file(load_card(paths, info["benchmark"]))
+        local_sha = strategy.local_model_digest(paths, str(info["benchmark"]))
     except SuiteError as exc:
         local_sha = f"unusable ({exc})"
     if local_sha != info["model_sha256"]:

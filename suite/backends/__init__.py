@@ -1,8 +1,11 @@
 """The backend registry: names to classes, imported lazily.
 
-Built-in backends are listed in ``BUILTIN`` as ``"module:Class"`` strings, so
-listing them imports no framework. A backend outside the suite is named by its own
-``"package.module:Class"`` spec (for example a test double, or a vendor's backend).
+Built-in backends are listed in ``BUILTIN`` as ``"module:Class"`` strings, with the
+kinds of benchmark each serves in ``BUILTIN_KINDS``, so listing them, or refusing one for
+a card of another kind, imports no framework (a test checks the table against each
+class's ``kinds``). A backend outside the suite is named by its own
+``"package.module:Class"`` spec (for example a test double, or a vendor's backend); its
+class's ``kinds`` say what it serves.
 """
 
 from __future__ import annotations
@@ -11,30 +14,42 @@ import difflib
 import importlib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from suite.backends.base import Backend, BackendBase, BackendInfo, BackendOptions, RawInput
+from suite.backends.base import (
+    Backend,
+    BackendBase,
+    BackendCore,
+    BackendInfo,
+    BackendOptions,
+    RawInput,
+)
 from suite.errors import BackendUnavailable, ConfigError
+from suite.models import Kind
 
 __all__ = [
     "BUILTIN",
+    "BUILTIN_KINDS",
     "Backend",
     "BackendBase",
+    "BackendCore",
     "BackendInfo",
     "BackendOptions",
     "BackendStatus",
     "RawInput",
     "backend_class",
     "create",
+    "create_as",
     "ensure_available",
     "list_backends",
+    "serves",
 ]
 
 BUILTIN: dict[str, str] = {
     "null": "suite.backends.null:NullBackend",
-    "openai": "suite.llm.openai_backend:OpenAIBackend",
+    "openai": "suite.llm.endpoint.backend:OpenAIBackend",
     "onnxruntime": "suite.backends.onnxruntime:OnnxRuntimeBackend",
     "remote": "suite.backends.remote:RemoteBackend",
     "simulated": "suite.backends.simulated:SimulatedBackend",
@@ -43,11 +58,20 @@ BUILTIN: dict[str, str] = {
     "tensorrt": "suite.backends.trt:TensorRTBackend",
 }
 
+_TENSOR = frozenset({Kind.TENSOR})
+_TEXT = frozenset({Kind.TEXT_GENERATION})
+#: The kinds each built-in backend serves, known without importing it (its class says the
+#: same in ``kinds``; a unit test holds the two equal).
+BUILTIN_KINDS: dict[str, frozenset[Kind]] = {
+    "null": _TENSOR, "openai": _TEXT, "onnxruntime": _TENSOR, "remote": _TENSOR,
+    "simulated": _TENSOR, "torch": _TENSOR, "torch-llm": _TEXT, "tensorrt": _TENSOR,
+}
+
 
 _SPEC_HINT = "a custom backend is named 'package.module:ClassName' and must be importable"
 
 
-def _import(spec: str) -> type[BackendBase]:
+def _import(spec: str) -> type[BackendCore]:
     module_name, _, class_name = (part.strip() for part in spec.partition(":"))
     if not module_name or not class_name:
         raise ConfigError(f"backend '{spec}' names no {'module' if not module_name else 'class'}",
@@ -65,12 +89,18 @@ def _import(spec: str) -> type[BackendBase]:
             f"importing {module_name} raised; fix the module (python -c 'import {module_name}' "
             "shows the traceback)",
         ) from None
-    if not (isinstance(cls, type) and issubclass(cls, BackendBase)):
-        raise ConfigError(f"backend '{spec}' is not a suite.backends.BackendBase subclass")
+    if not (isinstance(cls, type) and issubclass(cls, BackendCore)):
+        raise ConfigError(f"backend '{spec}' is not a suite backend (a subclass of "
+                          "suite.backends.BackendBase, or of a kind's contract in "
+                          "suite.llm.contract)")
+    if not cls.kinds:
+        raise ConfigError(f"backend '{spec}' serves no kind of benchmark (its class's "
+                          "`kinds` is empty)", hint="subclass a kind's contract: "
+                          "suite.backends.BackendBase for tensor models")
     return cls
 
 
-def backend_class(name: str) -> type[BackendBase]:
+def backend_class(name: str) -> type[BackendCore]:
     """The class for a registry name or a ``module:Class`` spec; suggests close names."""
     if name in BUILTIN:
         return _import(BUILTIN[name])
@@ -81,6 +111,13 @@ def backend_class(name: str) -> type[BackendBase]:
         f"unknown backend '{name}' (known: {', '.join(BUILTIN)})",
         hint=f"did you mean '{close[0]}'?" if close else "or name a custom one as 'module:Class'",
     )
+
+
+def serves(name: str) -> frozenset[Kind]:
+    """The kinds of benchmark backend ``name`` serves (a built-in one without importing it)."""
+    if name in BUILTIN_KINDS:
+        return BUILTIN_KINDS[name]
+    return backend_class(name).kinds
 
 
 def parse_options(name: str, raw: dict[str, Any], source: str = "config") -> BackendOptions:
@@ -101,15 +138,31 @@ def parse_options(name: str, raw: dict[str, Any], source: str = "config") -> Bac
 
 
 def create(name: str, options: dict[str, Any] | None = None) -> BackendBase:
-    """Instantiate a backend after checking it can run here.
+    """A tensor backend (``BackendBase``), after checking it can run here.
 
     Example::
 
         backend = create("onnxruntime", {"intra_op_threads": 1})
         info = backend.load(card, max_batch_size=64)
     """
+    return create_as(BackendBase, name, options)
+
+
+_Contract = TypeVar("_Contract", bound=BackendCore)
+
+
+def create_as(contract: type[_Contract], name: str,
+              options: dict[str, Any] | None = None) -> _Contract:
+    """Backend ``name`` as the kind's ``contract`` it must implement (``BackendBase`` for a
+    tensor card, ``suite.llm.contract.GeneratingBackend`` for a text-generation card),
+    after checking it can run here."""
     options_model = ensure_available(name, options or {})
-    return backend_class(name)(options_model)
+    cls = backend_class(name)
+    if not issubclass(cls, contract):
+        raise ConfigError(f"backend '{name}' ({cls.__module__}.{cls.__name__}) does not "
+                          f"implement {contract.__module__}.{contract.__name__}",
+                          hint="see `suite backends` for what each backend serves")
+    return cls(options_model)
 
 
 def ensure_available(name: str, options: dict[str, Any]) -> BackendOptions:

@@ -1,9 +1,17 @@
-"""The ``Backend`` contract every system-under-test backend implements.
+"""The backend contracts: what every backend has, and what a tensor backend implements.
 
-A backend loads one model, predicts one batch at a time, and closes. It must be
-safe to call ``predict`` from several worker threads at once (onnxruntime sessions
-are) or say otherwise through ``BackendInfo.thread_safe``. Heavy frameworks are
-imported inside ``load``, never at module import, so ``import suite`` stays fast.
+``BackendCore`` is what every backend has, whatever kind of benchmark it serves: its
+options, the kinds it serves (``kinds``: ``suite.models.Kind``), its availability, its
+run record and its lifecycle. Each kind adds its own contract on top:
+
+* ``BackendBase`` (``Kind.TENSOR``): loads one model, predicts one batch at a time, and
+  closes. It must be safe to call ``predict`` from several worker threads at once
+  (onnxruntime sessions are) or say otherwise through ``BackendInfo.thread_safe``.
+* ``suite.llm.contract`` (``Kind.TEXT_GENERATION``): generation in process, or streamed
+  from an engine's endpoint.
+
+Heavy frameworks are imported inside ``load`` (or ``open``), never at module import, so
+``import suite`` stays fast.
 
 Availability is decided here without importing any framework: ``find_spec`` for
 the packages, and the driver library and device nodes for an NVIDIA GPU.
@@ -21,6 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
+
+from suite.models import Kind
 
 if TYPE_CHECKING:
     from suite.models import ModelCard
@@ -122,11 +132,15 @@ def nvidia_gpu_problem() -> str | None:
     return None
 
 
-class BackendBase:
-    """Convenience base: options handling, availability check, context manager."""
+class BackendCore:
+    """What every backend has: options, the kinds it serves, availability, a run record,
+    a context manager. A kind's contract (``BackendBase``, ``suite.llm.contract``)
+    subclasses it; the registry takes any subclass."""
 
     #: Registry name, e.g. ``"onnxruntime"``.
     name: ClassVar[str] = ""
+    #: The kinds of benchmark this backend serves (``suite.models.Kind``).
+    kinds: ClassVar[frozenset[Kind]] = frozenset()
     #: Options model; subclasses replace it.
     Options: ClassVar[type[BackendOptions]] = BackendOptions
     #: (import name, pip requirement) pairs that must be importable.
@@ -138,18 +152,8 @@ class BackendBase:
     #: Whether the backend needs an NVIDIA GPU whatever its options.
     requires_gpu: ClassVar[bool] = False
 
-    @property
-    def warm_per_thread(self) -> bool:
-        """Whether each worker thread warms the model itself before LoadGen starts (per-
-        thread state: torch.compile's guards, CUDA streams); False where the SUT's one
-        warm-up serves every thread."""
-        return True
-
     def __init__(self, options: BackendOptions | None = None) -> None:
         self.options = options if options is not None else self.Options()
-        #: Preprocessed samples of the card's dataset for calibration (``(card, count)``),
-        #: set by the harness where it loads the model: backends sit below the datasets.
-        self.calibration_source: Callable[[ModelCard, int], Any] | None = None
 
     @classmethod
     def install_command(cls, missing: list[str]) -> str:
@@ -180,13 +184,52 @@ class BackendBase:
         """
         return None
 
+    def begin_record(self) -> None:
+        """The measured run starts (warm-up is over): what ``run_record`` reports
+        counts from here. Nothing by default."""
+
+    def run_record(self) -> dict[str, Any]:
+        """What the backend measured of its own calls since ``begin_record``, recorded
+        by the child as ``backend.run`` in ``status.json`` and ``result.json``; nothing
+        by default."""
+        return {}
+
+    def close(self) -> None:
+        """Nothing to release by default."""
+
+    def __enter__(self) -> BackendCore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class BackendBase(BackendCore):
+    """The tensor backend contract (``Kind.TENSOR``): ``load`` a card's model, ``predict``
+    one batch at a time. Subclasses implement both; the rest has working defaults."""
+
+    kinds: ClassVar[frozenset[Kind]] = frozenset({Kind.TENSOR})
+
+    @property
+    def warm_per_thread(self) -> bool:
+        """Whether each worker thread warms the model itself before LoadGen starts (per-
+        thread state: torch.compile's guards, CUDA streams); False where the SUT's one
+        warm-up serves every thread."""
+        return True
+
+    def __init__(self, options: BackendOptions | None = None) -> None:
+        super().__init__(options)
+        #: Preprocessed samples of the card's dataset for calibration (``(card, count)``),
+        #: set by the harness where it loads the model: backends sit below the datasets.
+        self.calibration_source: Callable[[ModelCard, int], Any] | None = None
+
     def load(self, card: ModelCard, max_batch_size: int) -> BackendInfo:
         """Load the card's model, ready for batches of up to ``max_batch_size``."""
-        raise NotImplementedError
+        raise NotImplementedError(f"backend '{self.name}' implements no load()")
 
     def predict(self, batch: Batch) -> Outputs:
         """Run the model on ``batch`` (first axis = samples) and return its raw outputs."""
-        raise NotImplementedError
+        raise NotImplementedError(f"backend '{self.name}' implements no predict()")
 
     def accept_raw_input(self, raw: RawInput) -> bool:
         """Whether ``predict`` will take batches in ``raw`` form and normalise them
@@ -214,21 +257,5 @@ class BackendBase:
 
         raise BackendError(f"the {self.name} backend shares no state with worker processes")
 
-    def begin_record(self) -> None:
-        """The measured run starts (warm-up is over): what ``run_record`` reports
-        counts from here. Nothing by default."""
-
-    def run_record(self) -> dict[str, Any]:
-        """What the backend measured of its own calls since ``begin_record``, recorded
-        by the child as ``backend.run`` in ``status.json`` and ``result.json``; nothing
-        by default."""
-        return {}
-
-    def close(self) -> None:
-        """Nothing to release by default."""
-
     def __enter__(self) -> BackendBase:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -283,7 +283,7 @@ def config_command(benchmark: str, scenario: str, backend: str, mode: str, round
     request = _request(benchmark, scenario, backend, mode, round_name, quick, config_file,
                        list(sets), None, {})
     request.system = system
-    resolved = prepare(request)[0]
+    resolved = prepare(request).config
     table = Table(title=f"{resolved.benchmark} {resolved.scenario.value} on {resolved.backend}")
     table.add_column("key")
     table.add_column("value")

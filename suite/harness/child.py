@@ -29,27 +29,20 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
-from suite import datasets
 from suite.config.model import RunConfig
-from suite.harness import signals
-from suite.harness.loadgen import Completer, run_test
+from suite.harness import kinds, signals
+from suite.harness.loadgen import run_test
 from suite.harness.offline_rate import warm_up
-from suite.harness.output_contract import OutputContract
 from suite.harness.progress import LiveEstimator, observe_sut
 from suite.harness.settings import LoadGenSettings
 from suite.harness.sut.batch_stats import BatchTail
 from suite.harness.sut.core import SystemUnderTest
-from suite.harness.sut.loading import load_model
-from suite.harness.sut.workers import WorkerSpec
-from suite.llm.card import is_llm_benchmark
-from suite.paths import find_paths
-from suite.postprocess import make_postprocess
+from suite.models import Kind
 from suite.scenarios import Scenario
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
@@ -70,6 +63,8 @@ class ChildSpec(BaseModel):
     audit_config: Path | None = None
     #: The parent's pid: the child stops itself when it finds another parent.
     parent_pid: int | None = None
+    #: The card's kind, decided once by the parent: it picks the SUT the child builds.
+    kind: Kind = Kind.TENSOR
 
 
 class _Status:
@@ -254,33 +249,10 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
     drained = threading.Event()
     try:
         state.enter("loading model")
-        llm = is_llm_benchmark(find_paths(spec.home), config.benchmark)
-        if llm:
-            # A text-generation card: suite.llm builds the token-latency SUT (same surface);
-            # imported here, so an image benchmark's child never loads it.
-            from suite.harness.llm.child import build_llm_sut
-
-            llm_sut, status.backend = build_llm_sut(spec.home, config, drained.set)
-            sut = state.sut = cast(SystemUnderTest, llm_sut)
-        else:
-            card, backend, info = load_model(spec.home, config)
-            status.backend = asdict(info)
-            status.backend_run = getattr(backend, "run_record", None)
-            state.enter("opening dataset")
-            # The parent built the preprocessing cache; here it is only opened.
-            dataset = datasets.create(card, config.data)
-            postprocess, response_dtype = make_postprocess(card)
-            state.enter("warming up")
-            sut = state.sut = SystemUnderTest(
-                backend, dataset, postprocess, Completer(response_dtype),
-                config.scenario, config.sut, on_drain=drained.set,
-                latency_bound_ms=config.loadgen.latency_bound_ms,
-                target_qps=config.loadgen.target_qps,
-                contract=OutputContract(config.backend, card),
-                worker_spec=WorkerSpec(spec.home, config),
-            )
-        if llm:  # the image SUT's warm-up stage began above, with the SUT
-            state.enter("warming up")
+        strategy = kinds.strategy(spec.kind)
+        built = strategy.build_sut(spec.home, config, state.enter, drained.set)
+        sut = state.sut = built.sut
+        status.backend, status.backend_run = built.backend, built.backend_run
         settings = warm_up(sut, settings, config, test_dir)  # sizes Offline's query
         state.enter("starting workers")
         threading.Thread(target=_exit_after, args=(state, drained, status,
@@ -307,7 +279,8 @@ def run_child(spec: ChildSpec, progress: TextIO) -> int:
     state.live = status.live = LiveEstimator(
         config.scenario.value,
         # An LLM's Server bounds are token latencies (TTFT, TPOT), not this one.
-        bound_ms=float(config.loadgen.latency_bound_ms) if server and not llm else None,
+        bound_ms=float(config.loadgen.latency_bound_ms)
+        if server and strategy.query_latency_bound else None,
         target_qps=config.loadgen.target_qps if server else None)
     started = time.monotonic()
     state.enter("running")

@@ -25,6 +25,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 #: Beats whose counters give the recent rates (2 s at the default 0.25 s heartbeat).
+
+#: Called with (completed samples, expected samples or None, elapsed seconds). A callback
+#: that is also a ``progress.LiveSink`` gets each beat's ``LiveStatus`` first.
+ProgressCallback = Callable[[int, int | None, float], None]
+
 WINDOW_BEATS = 8
 #: A backlog must grow on this many consecutive beats before it is a warning; the
 #: smallest backlog over as many beats is the sustained one that delays every sample.

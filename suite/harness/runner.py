@@ -32,15 +32,13 @@ from typing import Any
 from suite.config.model import RunConfig
 from suite.errors import ConfigError, SuiteError
 from suite.harness.child_start import ChildStart, child_pythonpath
-from suite.harness.progress import LiveSink, LiveStatus
+from suite.harness.progress import LiveSink, LiveStatus, ProgressCallback
 from suite.harness.settings import write_settings
 from suite.logs import DETAIL_LOG, parse_detail_log
+from suite.models import Kind
 from suite.results import PerformanceSummary, Status, TestResult, summarize_performance
 from suite.scenarios import Mode
 
-#: Called with (completed samples, expected samples or None, elapsed seconds). A callback
-#: that is also a ``progress.LiveSink`` gets each beat's ``LiveStatus`` first.
-ProgressCallback = Callable[[int, int | None, float], None]
 #: Called with the child's stage when it changes ("loading model", ..., "running").
 StageCallback = Callable[[str], None]
 
@@ -144,6 +142,7 @@ def run_in_child(
     dataset_size: int | None = None,
     on_stage: StageCallback | None = None,
     started: ChildStart | None = None,
+    kind: Kind = Kind.TENSOR,
 ) -> TestResult:
     """Run one LoadGen test in a fresh child process and collect its result.
 
@@ -162,6 +161,7 @@ def run_in_child(
         "qsl_performance": config.loadgen.performance_sample_count,
         "audit_config": str(audit_config) if audit_config else None,
         "parent_pid": os.getpid(),
+        "kind": kind.value,
     }
     spec_path = test_dir / "child_spec.json"
     spec_path.write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")

@@ -39,9 +39,12 @@ import numpy as np
 
 from suite import backends
 from suite.config.loader import ConfigRequest, default_system_name, tuned_settings_path
+from suite.config.model import RunConfig
 from suite.errors import TuneFailed
 from suite.harness.run import prepare, run
 from suite.harness.sut.server_policy import BatchCost, tuned_max_wait_us
+from suite.harness.tune_options import TuneOptions
+from suite.models import ModelCard, check_model, load_card
 from suite.paths import Paths
 from suite.results import Status
 from suite.scenarios import Scenario
@@ -116,7 +119,11 @@ class Tuner:
         self.say = say
         self.cache = ProbeCache(runs_dir / "tune-cache" / f"{self.system}.json", fresh)
         self.report = TuneReport(self.system, backend, benchmark)
-        self.model_sha = prepare(self._request("offline", {}), paths)[3].sha256
+        config = prepare(self._request("offline", {}), paths).config
+        self.model_sha = check_model(self._card(config), paths.cache).sha256
+
+    def _card(self, config: RunConfig) -> ModelCard:
+        return load_card(self.paths, config.benchmark).with_model_path(config.data.model_path)
 
     def _request(self, scenario: str, sets: dict[str, Any], quick: bool = True) -> ConfigRequest:
         return ConfigRequest(
@@ -159,7 +166,7 @@ class Tuner:
     # -- scenarios --------------------------------------------------------------------
 
     def offline(self) -> float:
-        config = prepare(self._request("offline", {}), self.paths)[0]
+        config = prepare(self._request("offline", {}), self.paths).config
         expected = config.loadgen.expected_qps
         # LoadGen issues 1.1 x duration x expected_qps samples, so a guess far above the
         # backend's rate makes the first probe last minutes (the digits guess, 1.2M/s,
@@ -191,7 +198,7 @@ class Tuner:
         raise TuneFailed("could not find a VALID Offline probe", hint=_PROBES)
 
     def stream(self, scenario: str) -> float:
-        config = prepare(self._request(scenario, {}), self.paths)[0]
+        config = prepare(self._request(scenario, {}), self.paths).config
         hint = config.loadgen.expected_latency_ms
         for _ in range(6):
             got = self.probe(scenario, {"loadgen.min_duration_ms": self.probe_ms,
@@ -218,7 +225,7 @@ class Tuner:
         else every pair of ``models`` x ``counts`` (each defaulting to the configured one).
         No probe asks for more than ``max_qps``.
         """
-        config = prepare(self._request("server", {}), self.paths)[0]
+        config = prepare(self._request("server", {}), self.paths).config
         bound_us = config.loadgen.latency_bound_ms * 1000
         setups = setups or [(model, count) for model in models or [config.sut.worker_model]
                             for count in counts or [config.sut.workers]]
@@ -308,7 +315,8 @@ class Tuner:
         """The backend's batch latency, fitted as fixed + per sample from the median of
         the timed calls at batch 1 and at ``batch`` (of ``calls``, the first sixth are
         untimed: warm-up)."""
-        config, _, card, _, _ = prepare(self._request("server", {}), self.paths)
+        config = prepare(self._request("server", {}), self.paths).config
+        card = self._card(config)
         backend = backends.create(self.backend, config.backend_options)
         backend.load(card, batch)
         data = np.zeros((batch, *card.input.sample_shape), dtype=np.dtype(card.input.dtype))
@@ -358,13 +366,13 @@ def write_settings(paths: Paths, report: TuneReport) -> Path:
     return path
 
 
-def tune(paths: Paths, benchmark: str, backend: str, scenarios: list[Scenario],
-         system: str | None, runs_dir: Path, probe_ms: int, confirm_ms: int | None,
-         batch_sizes: list[int], steps: int, fresh: bool,
-         say: Callable[[str], None], counts: list[int] | None = None,
-         models: list[str] | None = None, max_qps: float | None = None) -> TuneReport:
-    """Tune ``scenarios`` (Server needs Offline's rate first) and write the settings file."""
-    tuner = Tuner(paths, benchmark, backend, system, runs_dir, probe_ms, confirm_ms, fresh, say)
+def tune(options: TuneOptions, *, say: Callable[[str], None], paths: Paths) -> TuneReport:
+    """Tune the options' scenarios of a tensor card (Server needs Offline's rate first)
+    and write the settings file."""
+    o = options
+    scenarios = list(o.scenarios)
+    tuner = Tuner(paths, o.benchmark, o.backend, o.system, (o.runs_dir or paths.runs).resolve(),
+                  o.probe_ms, o.confirm_ms, o.fresh, say)
     offline_rate: float | None = None
     if Scenario.OFFLINE in scenarios or Scenario.SERVER in scenarios:
         say("Offline: finding expected_qps")
@@ -375,7 +383,8 @@ def tune(paths: Paths, benchmark: str, backend: str, scenarios: list[Scenario],
             tuner.stream(stream.value)
     if Scenario.SERVER in scenarios and offline_rate:
         say("Server: finding the highest VALID target_qps")
-        tuner.server(offline_rate, batch_sizes, steps, counts, models, max_qps=max_qps)
+        tuner.server(offline_rate, list(o.batch_sizes), o.steps, list(o.worker_counts),
+                     list(o.worker_models), max_qps=o.max_qps)
     tuner.write()
     return tuner.report
 

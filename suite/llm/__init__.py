@@ -9,7 +9,11 @@ Modules, in pipeline order:
 * ``batcher``: continuous batching over that seam (and the static baseline);
 * ``conf``: ``use_token_latencies`` and the TTFT/TPOT bounds;
 * ``accuracy``: ROUGE and tokens per sample from the accuracy log; ``test06``: compliance;
-* ``audit``: ``suite audit``'s recomputation of ROUGE from a bundle's full accuracy log.
+* ``audit``: ``suite audit``'s recomputation of ROUGE from a bundle's full accuracy log;
+* ``export``: a card's model in the Hugging Face GPT-2 layout real engines serve;
+* ``round/``: the round's LLM datasets (``data``) and their reference scoring (``scoring``);
+* ``endpoint/``: the ``openai`` backend and its client (``http_pool``, ``sse``,
+  ``client``, ``workers``, ``check``, ``backend``).
 
 The run path lives in ``suite.harness.llm``: ``sut`` (the LoadGen-facing SUT:
 ``FirstTokenComplete``, ``n_tokens``), ``child`` (how the child process builds it) and

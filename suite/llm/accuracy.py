@@ -111,7 +111,7 @@ def score_round_log(test_dir: Path, decode: object, references: Sequence[str],
     (``round_accuracy``); ``accuracy.txt`` written in the reference's form. Returns the
     result dict, the verdict against the round's targets, a line per check, the log's hash.
     """
-    from suite.llm import round_accuracy
+    from suite.llm.round import scoring as round_accuracy
 
     log = test_dir / ACCURACY_LOG
     outputs = decode_outputs(log, len(references))

@@ -57,7 +57,7 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
         scores, per_sample, _ = score(outputs, texts, dataset.references, card, 0.0)
         recomputed: dict[str, Any] = {**scores, "tokens_per_sample": per_sample}
     else:
-        from suite.llm import round_accuracy
+        from suite.llm.round import scoring as round_accuracy
 
         dataset = LLMDataset(card, dataset_path, model_path)
         recorded = (info.get("dataset") or {}).get("sha256")
@@ -90,7 +90,7 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
 
 def _key(metric: str) -> str:
     """accuracy.txt's key of a checker metric name."""
-    from suite.llm.round_accuracy import METRIC_KEYS
+    from suite.llm.round.scoring import METRIC_KEYS
 
     return KEYS.get(metric.upper()) or METRIC_KEYS.get(metric.upper(), "rougeL")
 

@@ -1,7 +1,7 @@
-"""``torch-llm``: the registry entry (``[backend.torch-llm]`` options) for LLM cards.
+"""``torch-llm``: generation in process with torch (``[backend.torch-llm]`` options).
 
-The classification seam (``load``/``predict``) does not apply to a text-generation card;
-``open`` gives the generation backend (``generation.TorchGenerationBackend``) instead.
+An ``InProcessGenerator`` (``suite.llm.contract``): ``open`` gives the generation backend
+(``generation.TorchGenerationBackend``) that the harness's continuous batcher steps.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from suite.backends.base import BackendBase, BackendInfo, BackendOptions, nvidia_gpu_problem
+from suite.backends.base import BackendInfo, BackendOptions, nvidia_gpu_problem
 from suite.backends.torch_support import TORCH_INSTALL
-from suite.errors import BackendError
 from suite.llm.card import LLMCard
+from suite.llm.contract import InProcessGenerator
 from suite.llm.generation import TorchGenerationBackend
 
 
@@ -25,7 +25,7 @@ class TorchLLMOptions(BackendOptions):
         "before the next one starts)")
 
 
-class TorchLLMBackend(BackendBase):
+class TorchLLMBackend(InProcessGenerator):
     """Torch generation with a per-sequence KV cache (CPU, or CUDA with ``device``)."""
 
     name = "torch-llm"
@@ -40,15 +40,10 @@ class TorchLLMBackend(BackendBase):
             return nvidia_gpu_problem()
         return None
 
-    def load(self, card: object, max_batch_size: int) -> BackendInfo:
-        raise BackendError("backend 'torch-llm' runs text-generation cards only",
-                           hint="use --backend torch-llm with an LLM benchmark (tinylm)")
-
-    def make_completer(self) -> object | None:
-        """What answers LoadGen for this backend's SUT: None for the harness's own
-        ``TokenCompleter``; a test backend may return a subclass of it (this layer sits
-        below the harness, so the type is checked where the harness takes it)."""
-        return None
+    @property
+    def static_batching(self) -> bool:
+        assert isinstance(self.options, TorchLLMOptions)
+        return self.options.batching == "static"
 
     def open(self, card: LLMCard, max_sequences: int) -> tuple[TorchGenerationBackend,
                                                                BackendInfo]:

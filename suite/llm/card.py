@@ -7,8 +7,6 @@ file and the accuracy reference. The harness refuses weights whose sha256 differ
 
 from __future__ import annotations
 
-import re
-import tomllib
 from pathlib import Path
 from typing import Literal
 
@@ -16,10 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from suite.config.toml import decode_utf8, parse_toml
 from suite.errors import ConfigError, ModelError
-from suite.models import sha256_file
+from suite.models import INTERACTIVE_SUFFIX, Kind, card_kind, card_name, sha256_file
 from suite.paths import Paths
 
-TASK = "text-generation"
+# ``card_name`` and the Interactive suffix are the core's (``suite.models``), re-exported.
+__all__ = ["INTERACTIVE_SUFFIX", "LLMCard", "card_name", "load_llm_card", "verify_weights"]
 
 
 class _Card(BaseModel):
@@ -140,36 +139,18 @@ class LLMCard(_Card):
         return self.directory / self.model.torch_state_dict
 
 
-#: A benchmark named ``<card>-interactive`` runs the card ``<card>`` (Interactive is the
-#: Server scenario with tighter bounds; the model, dataset and accuracy are the same).
-INTERACTIVE_SUFFIX = "-interactive"
-
-
-#: A benchmark named ``<card>-99`` or ``<card>-99.9`` runs the card ``<card>``: the round's
-#: accuracy levels (llama2-70b-99, llama2-70b-99.9) share model, dataset and evaluation.
-_ACCURACY_LEVEL = re.compile(r"-99(\.9)?$")
-
-
-def card_name(benchmark: str) -> str:
-    return _ACCURACY_LEVEL.sub("", benchmark.removesuffix(INTERACTIVE_SUFFIX))
-
-
 def _card_path(paths: Paths, name: str) -> Path:
     return paths.reference_models / card_name(name) / "model.toml"
 
 
-def is_llm_benchmark(paths: Paths, name: str) -> bool:
-    """True when the benchmark's card declares ``task = "text-generation"``."""
-    path = _card_path(paths, name)
-    try:
-        return bool(tomllib.loads(path.read_text(encoding="utf-8")).get("task") == TASK)
-    except (OSError, ValueError):  # not UTF-8, not TOML, an integer too long to read
-        return False  # the ordinary card loader reports a missing or broken card
-
-
 def load_llm_card(paths: Paths, name: str) -> LLMCard:
-    """Parse an LLM card; a bad one fails naming the file and key."""
+    """Parse an LLM card; a bad one fails naming the file and key, and another kind of
+    card is one line naming its kind."""
     path = _card_path(paths, name)
+    if path.is_file() and (kind := card_kind(paths, name)) is not Kind.TEXT_GENERATION:
+        raise ConfigError(f"benchmark '{name}' is a {kind.value} card ({path}), not a "
+                          "text-generation card", hint="LLM commands (export, serve --engine) "
+                          "take an LLM benchmark: tinylm, llama3.1-8b, llama2-70b")
     try:
         data = parse_toml(decode_utf8(path.read_bytes(), str(path)), str(path))
         return LLMCard.model_validate({**data, "directory": path.parent})

@@ -137,7 +137,7 @@ class LLMDataset:
     def _round(self, card: LLMCard, dataset_path: str, model_path: str,
                cache_dir: Path | None) -> None:
         """The round's dataset file and the model's tokenizer (see the module docstring)."""
-        from suite.llm import round_data
+        from suite.llm.round import data as round_data
 
         spec = card.dataset
         self.name = spec.name

@@ -35,7 +35,6 @@ from suite.checker import CheckReport
 from suite.checker.findings import ResultReport, RuleId
 from suite.config.rules import RuleSet, SubmissionRules
 from suite.logs import parse_detail_log
-from suite.models import load_card
 from suite.paths import Paths
 from suite.results import RunResult, token_metrics
 from suite.submission.safety import PackageError, Precision, recorded_precision, refuse_links
@@ -202,23 +201,12 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
 
 
 def _model_files(paths: Paths, benchmark: str, run: RunResult) -> tuple[str, str]:
-    """(input data type, starting weights file) from the benchmark's card: an LLM card's
-    prompts are token ids (int32, as its responses) and its weights a torch state dict,
-    or, for a model the user's engine serves, where every test's engine said it loaded
-    the weights from (``/v1/models`` ``root``). Nothing recorded is "", which the
-    checker refuses (MEAS-JSON): the packager does not guess the weights."""
-    from suite.llm.card import card_name, is_llm_benchmark, load_llm_card
+    """(input data type, starting weights file), as the benchmark's kind knows them
+    (``KindStrategy.packaged_model``): nothing recorded is "", which the checker refuses
+    (MEAS-JSON); the packager does not guess the weights."""
+    from suite.harness.kinds import for_benchmark
 
-    if is_llm_benchmark(paths, benchmark):
-        llm = load_llm_card(paths, card_name(benchmark))
-        if llm.model.source != "user":
-            return llm.generation.response_dtype, llm.model.torch_state_dict
-        roots = {str(t.backend.get("details", {}).get("model_root", "")) for t in run.tests}
-        root = roots.pop() if len(roots) == 1 else ""
-        known = root and "unreported" not in root.split(", ")
-        return llm.generation.response_dtype, root if known else ""
-    card = load_card(paths, benchmark)
-    return card.input.dtype, card.model.onnx_file
+    return for_benchmark(paths, benchmark).packaged_model(paths, benchmark, run)
 
 
 def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,

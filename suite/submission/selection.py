@@ -163,7 +163,7 @@ def compliance_runs(run_dir: Path, reference: RunResult) -> dict[str, list[RunRe
 def tree_scenario(loadgen_model: str, scenario: str) -> str:
     """The scenario directory: LoadGen runs Interactive as Server under a LoadGen model
     named ``*-interactive`` (``suite.llm.conf``); the tree names it ``Interactive``."""
-    from suite.llm.card import INTERACTIVE_SUFFIX
+    from suite.models import INTERACTIVE_SUFFIX
 
     scen = Scenario(scenario)
     if scen is Scenario.SERVER and loadgen_model.endswith(INTERACTIVE_SUFFIX):

@@ -46,9 +46,10 @@ def test_a_setup_longer_than_the_liveness_limit_stays_alive_by_its_heartbeat(
     # One worker of 64-sample batches of at least BATCH_S: at most 64k samples/s, so a
     # query sized at that ceiling outlasts its min_duration on any machine.
     ceiling = 64 / BATCH_S
-    config, _, _, _, paths = _prepare("tests.support.lifecycle_backends:SlowLoadBackend",
-                                      tmp_path, "sut.workers=1", "sut.max_batch_size=64",
-                                      f"loadgen.expected_qps={ceiling:.0f}")
+    ready = _prepare("tests.support.lifecycle_backends:SlowLoadBackend",
+                     tmp_path, "sut.workers=1", "sut.max_batch_size=64",
+                     f"loadgen.expected_qps={ceiling:.0f}")
+    config, paths = ready.config, ready.paths
     stages: list[str] = []
     beats: list[int] = []
     test_dir = tmp_path / "performance"
@@ -65,8 +66,8 @@ def test_a_setup_longer_than_the_liveness_limit_stays_alive_by_its_heartbeat(
 def test_a_setup_that_never_ends_is_killed_at_the_setup_bound(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "SETUP_TIMEOUT_S", 6.0)
-    config, _, _, _, paths = _prepare("tests.support.lifecycle_backends:EndlessLoadBackend",
-                                          tmp_path)
+    ready = _prepare("tests.support.lifecycle_backends:EndlessLoadBackend", tmp_path)
+    config, paths = ready.config, ready.paths
     test_dir = tmp_path / "performance"
     test_dir.mkdir()
     test = runner.run_in_child(config, Mode.PERFORMANCE, test_dir, paths.home)

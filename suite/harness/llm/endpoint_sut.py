@@ -1,6 +1,6 @@
 """The LLM system under test for the ``openai`` backend: LoadGen's samples as streams.
 
-Each issued sample becomes one streaming request (``suite.llm.endpoint_client``). The
+Each issued sample becomes one streaming request (``suite.llm.endpoint.client``). The
 first chunk that carries output calls LoadGen's ``FirstTokenComplete`` (not in Offline),
 the end of the stream ``QuerySamplesComplete`` with every output token id and its count,
 so LoadGen computes TTFT, TPOT and tokens/s itself. A failed request fails the test: it
@@ -27,11 +27,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from suite.harness.llm.endpoint_workers import ClientWorkers, cpu_s, process_record
 from suite.harness.loadgen import TokenCompleter
 from suite.harness.sut.failures import FailureLog
 from suite.llm.dataset import LLMDataset, tokenizer_spec
-from suite.llm.endpoint_client import ClientSettings, EndpointClient
+from suite.llm.endpoint.client import ClientSettings, EndpointClient
+from suite.llm.endpoint.workers import ClientWorkers, cpu_s, process_record
 
 
 class EndpointSystemUnderTest:

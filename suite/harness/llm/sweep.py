@@ -27,6 +27,7 @@ from suite.config.loader import ConfigRequest, default_system_name
 from suite.errors import TuneFailed
 from suite.harness.run import run
 from suite.harness.tune import Choice, ProbeCache, ProbeResult, TuneReport, write_settings
+from suite.harness.tune_options import TuneOptions
 from suite.paths import Paths, sweep_path
 from suite.results import RunResult, Status
 from suite.scenarios import Scenario
@@ -153,16 +154,17 @@ class LLMTuner:
         return path
 
 
-def tune_llm(paths: Paths, benchmark: str, backend: str, scenarios: list[Scenario],
-             system: str | None, runs_dir: Path, concurrency: list[int], steps: int,
-             fresh: bool, say: Callable[[str], None], sets: dict[str, Any]) -> TuneReport:
+def tune_llm(options: TuneOptions, *, say: Callable[[str], None], paths: Paths) -> TuneReport:
     """The Offline sweep (Server starts from its rate), then Server; write both files."""
-    tuner = LLMTuner(paths, benchmark, backend, system, runs_dir, fresh, say, sets)
+    o = options
+    sets: dict[str, Any] = {"backend.openai.urls": list(o.urls)} if o.urls else {}
+    tuner = LLMTuner(paths, o.benchmark, o.backend, o.system,
+                     (o.runs_dir or paths.runs).resolve(), o.fresh, say, sets)
     say("Offline: a concurrency sweep")
-    rate = tuner.offline(concurrency)
-    if Scenario.SERVER in scenarios:
+    rate = tuner.offline(list(o.concurrency))
+    if Scenario.SERVER in o.scenarios:
         say("Server: the highest VALID target_qps (TTFT and TPOT bounds)")
-        tuner.server(rate, steps)
+        tuner.server(rate, o.steps)
     sweep = tuner.write()
     say(f"sweep points: {sweep}")
     return tuner.report

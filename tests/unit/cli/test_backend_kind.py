@@ -36,15 +36,13 @@ def test_a_backend_of_the_wrong_kind_fails_before_any_run_directory(
     assert not runs.exists()
 
 
-def test_the_generating_backends_are_the_built_ins_whose_classes_generate() -> None:
+def test_the_registry_states_the_kinds_each_built_in_class_serves() -> None:
     # The kind check knows built-in names without importing them (asyncio, torch): the
-    # list must say what the classes do.
-    from suite.backends import BUILTIN, backend_class
+    # table must say what the classes declare.
+    from suite.backends import BUILTIN, BUILTIN_KINDS, backend_class
     from suite.errors import ConfigError
-    from suite.harness.run import GENERATING_BACKENDS
-    from suite.llm.backend import TorchLLMBackend
-    from suite.llm.openai_backend import OpenAIBackend
 
+    assert set(BUILTIN_KINDS) == set(BUILTIN)
     checked = 0
     for name in BUILTIN:
         try:
@@ -52,7 +50,34 @@ def test_the_generating_backends_are_the_built_ins_whose_classes_generate() -> N
         except ConfigError as exc:  # a framework this machine lacks, named in the message
             print(f"not checked: {name}: {exc}")
             continue
-        assert issubclass(cls, TorchLLMBackend | OpenAIBackend) == (
-            name in GENERATING_BACKENDS), name
+        assert cls.kinds == BUILTIN_KINDS[name], name
         checked += 1
-    assert set(BUILTIN) >= GENERATING_BACKENDS and checked >= 5
+    assert checked >= 5
+
+
+def test_each_kind_has_one_contract_and_no_backend_only_raises() -> None:
+    # A text-generation backend implements its kind's contract, not the tensor one's
+    # load/predict (which it would only raise from).
+    from suite.backends import BackendBase, backend_class, create_as
+    from suite.errors import ConfigError
+    from suite.llm.contract import EndpointGenerator, GeneratingBackend, InProcessGenerator
+
+    openai = backend_class("openai")
+    assert issubclass(openai, EndpointGenerator) and not issubclass(openai, BackendBase)
+    assert issubclass(backend_class("null"), BackendBase)
+    assert not issubclass(backend_class("null"), GeneratingBackend)
+    assert "load" not in vars(openai) and "predict" not in vars(openai)
+    with pytest.raises(ConfigError, match="does not implement suite.backends.base.BackendBase"):
+        create_as(BackendBase, "openai")
+    with pytest.raises(ConfigError, match="does not implement suite.llm.contract"):
+        create_as(InProcessGenerator, "null")
+
+
+def test_a_custom_backend_that_serves_no_kind_is_refused_in_one_line(
+        tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    done = run_cli("run", "--backend", "suite.backends.base:BackendCore", "--quick",
+                   "--runs-dir", str(runs))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "serves no kind of benchmark" in done.stderr
+    assert not runs.exists()

@@ -76,7 +76,7 @@ def test_a_run_resolves_its_config_once(monkeypatch: pytest.MonkeyPatch) -> None
         return load_rules(*args, **kwargs)
 
     monkeypatch.setattr("suite.config.loader.load_rules", counting)
-    config = api.prepare(ConfigRequest(backend="null", quick=True))[0]
+    config = api.prepare(ConfigRequest(backend="null", quick=True)).config
     assert config.backend == "null" and len(calls) == 1  # the linter's resolution, reused
 
 

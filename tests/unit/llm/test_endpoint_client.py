@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from suite.llm.endpoint_client import ClientSettings, StreamError, StreamState, read_event, scrub
-from suite.llm.openai_backend import OpenAIOptions
+from suite.llm.endpoint.backend import OpenAIOptions
+from suite.llm.endpoint.client import ClientSettings, StreamError, StreamState, read_event, scrub
 
 
 def settings(**kw: object) -> ClientSettings:
@@ -67,7 +67,7 @@ def test_the_key_is_scrubbed_from_messages() -> None:
 
 
 def test_ids_that_are_not_token_ids_fail_the_request() -> None:
-    from suite.llm.endpoint_client import EndpointClient
+    from suite.llm.endpoint.client import EndpointClient
 
     client = EndpointClient(settings(), lambda text: [], lambda ids: "", None,
                             lambda *a: None, lambda *a: None)

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("httptools", reason="the endpoint client needs httptools (.[openai])")
 
-from suite.llm import endpoint_client
-from suite.llm.endpoint_client import ClientSettings, EndpointClient
+from suite.llm.endpoint import client as endpoint_client
+from suite.llm.endpoint.client import ClientSettings, EndpointClient
 from tests.conftest import REPO
 
 

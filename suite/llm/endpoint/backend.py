@@ -1,6 +1,7 @@
 """``openai``: an LLM card's samples streamed from OpenAI-compatible servers.
 
-The registry entry and ``[backend.openai]`` options. An engine (vLLM, SGLang,
+An ``EndpointGenerator`` (``suite.llm.contract``): the registry entry and
+``[backend.openai]`` options. An engine (vLLM, SGLang,
 TensorRT-LLM, llama.cpp, ``transformers serve``) serves the model; LoadGen issues the
 queries and each sample becomes one streaming request (``endpoint_client``). Before
 LoadGen starts, ``check`` (``endpoint_check``) makes sure each server answers, lists the
@@ -14,14 +15,16 @@ variable's name, never the key.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from suite.backends.base import BackendBase, BackendInfo, BackendOptions
-from suite.errors import BackendError, ConfigError
+from suite.backends.base import BackendOptions
+from suite.errors import ConfigError
 from suite.llm.card import LLMCard
-from suite.llm.endpoint_client import ClientSettings, TokenSource
+from suite.llm.contract import EndpointGenerator
+from suite.llm.endpoint.client import ClientSettings, TokenSource
 
 
 class OpenAIOptions(BackendOptions):
@@ -77,7 +80,7 @@ class OpenAIOptions(BackendOptions):
         return out
 
 
-class OpenAIBackend(BackendBase):
+class OpenAIBackend(EndpointGenerator):
     """Streams completions from OpenAI-compatible servers (see the module docstring)."""
 
     name = "openai"
@@ -86,10 +89,6 @@ class OpenAIBackend(BackendBase):
     requires: ClassVar[tuple[tuple[str, str], ...]] = (("httptools", "httptools"),
                                                         ("aiohttp", "aiohttp"))
     extra = "openai"
-
-    def load(self, card: object, max_batch_size: int) -> BackendInfo:
-        raise BackendError("backend 'openai' runs text-generation cards only",
-                           hint="use --backend openai with an LLM benchmark (tinylm)")
 
     @property
     def opts(self) -> OpenAIOptions:
@@ -123,5 +122,16 @@ class OpenAIBackend(BackendBase):
             total_timeout_s=o.total_timeout_s, max_in_flight=o.max_in_flight,
             extra_body=dict(o.extra_body))
 
-    def make_completer(self) -> object | None:
-        return None  # the harness's TokenCompleter
+    @property
+    def client_workers(self) -> int:
+        return self.opts.client_workers
+
+    def preflight(self, card: LLMCard, prompt: list[int],
+                  encode: Callable[[str], list[int]],
+                  decode: Callable[[list[int]], str]) -> list[str]:
+        """Every server answers, lists the model and streams one request (a
+        ``BackendError``, exit 1, otherwise); the reasons the options make the run not
+        submittable."""
+        self.probe(card, prompt, encode, decode)
+        return (["backend.openai.insecure = true: the servers' TLS certificates were not "
+                 "verified"] if self.opts.insecure else [])

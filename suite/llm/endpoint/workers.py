@@ -30,7 +30,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from suite.errors import BackendError
-from suite.llm.endpoint_client import (
+from suite.llm.endpoint.client import (
     ClientSettings,
     DoneCallback,
     EndpointClient,

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from suite.errors import BackendError
-from suite.llm.http_pool import TransportError
+from suite.llm.endpoint.http_pool import TransportError
 
 if TYPE_CHECKING:
-    from suite.llm.http_pool import Connection
+    from suite.llm.endpoint.http_pool import Connection
 
 ERROR_BODY_LIMIT = 2048  # bytes of an error response shown: evidence, not a flood
 MAX_EVENT_BYTES = 1 << 22  # one SSE line: a server that never ends a line is refused

@@ -36,8 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from suite.llm.http_pool import Pool, TransportError
-from suite.llm.sse import SseRequest, StreamError, StreamState, read_event
+from suite.llm.endpoint.http_pool import Pool, TransportError
+from suite.llm.endpoint.sse import SseRequest, StreamError, StreamState, read_event
 
 __all__ = ["ClientSettings", "EndpointClient", "StreamError", "StreamState", "TokenSource",
            "read_event", "scrub"]

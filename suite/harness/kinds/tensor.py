@@ -1,0 +1,169 @@
+"""The tensor kind (``Kind.TENSOR``): fixed-shape models, one ``predict`` per batch.
+
+digits and ResNet-50: the card's model file is verified (a user's file that is not the
+reference model runs in the open division), the dataset is preprocessed into its cache
+before a run directory exists, the child builds the batching ``SystemUnderTest`` over a
+``BackendBase``, accuracy is top-1 from LoadGen's accuracy log, and the compliance tests
+are TEST01 and TEST04 against a reference run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from suite.errors import SuiteError
+from suite.harness.kinds.base import BuiltSut, CompliancePlan, KindStrategy, Prepared
+from suite.models import Kind, ModelCard, check_model, load_card, verify_model_file
+from suite.results import EXIT_CODES, RunResult, Status, TestResult
+
+if TYPE_CHECKING:
+    from suite.compliance import ComplianceTest
+    from suite.config.loader import ConfigRequest
+    from suite.config.model import RunConfig
+    from suite.datasets import InMemoryDataset
+    from suite.harness.progress import ProgressCallback
+    from suite.paths import Paths
+
+
+class TensorKind(KindStrategy):
+    kind = Kind.TENSOR
+    default_backend = "onnxruntime"
+    tuner = "suite.harness.tune:tune"
+
+    def prepare(self, config: RunConfig, paths: Paths,
+                on_progress: Callable[[str], ProgressCallback | None] | None
+                ) -> TensorPrepared:
+        from suite import datasets
+
+        card = load_card(paths, config.benchmark).with_model_path(config.data.model_path)
+        model = check_model(card, paths.cache)
+        dataset = datasets.create(card, config.data,
+                                  on_progress("preprocess") if on_progress else None)
+        reasons = (["open division: the model file is not the card's reference model"]
+                   if model.division == "open" else [])
+        return TensorPrepared(model, dataset.total_count, reasons, card=card, dataset=dataset)
+
+    def build_sut(self, home: Path, config: RunConfig, enter: Callable[[str], None],
+                  on_drain: Callable[[], None]) -> BuiltSut:
+        from suite import datasets
+        from suite.harness.loadgen import Completer
+        from suite.harness.output_contract import OutputContract
+        from suite.harness.sut.core import SystemUnderTest
+        from suite.harness.sut.loading import load_model
+        from suite.harness.sut.workers import WorkerSpec
+        from suite.postprocess import make_postprocess
+
+        card, backend, info = load_model(home, config)
+        record, backend_run = asdict(info), backend.run_record
+        enter("opening dataset")
+        # The parent built the preprocessing cache; here it is only opened.
+        dataset = datasets.create(card, config.data)
+        postprocess, response_dtype = make_postprocess(card)
+        enter("warming up")
+        sut = SystemUnderTest(
+            backend, dataset, postprocess, Completer(response_dtype),
+            config.scenario, config.sut, on_drain=on_drain,
+            latency_bound_ms=config.loadgen.latency_bound_ms,
+            target_qps=config.loadgen.target_qps,
+            contract=OutputContract(config.backend, card),
+            worker_spec=WorkerSpec(home, config),
+        )
+        return BuiltSut(sut, record, backend_run)
+
+    def packaged_model(self, paths: Paths, benchmark: str,
+                       run: RunResult) -> tuple[str, str]:
+        card = load_card(paths, benchmark)
+        return card.input.dtype, card.model.onnx_file
+
+    def local_model_digest(self, paths: Paths, benchmark: str) -> str:
+        return verify_model_file(load_card(paths, benchmark))
+
+
+@dataclass
+class TensorPrepared(Prepared):
+    card: ModelCard | None = None
+    dataset: InMemoryDataset | None = None
+
+    def _parts(self) -> tuple[ModelCard, InMemoryDataset]:
+        assert self.card is not None and self.dataset is not None
+        return self.card, self.dataset
+
+    def describe_dataset(self) -> dict[str, Any]:
+        return self._parts()[1].describe()
+
+    def compliance(self, config: RunConfig, paths: Paths,
+                   request: ConfigRequest) -> CompliancePlan:
+        from suite.compliance import get_test
+        from suite.compliance import run as compliance_run
+
+        assert config.compliance
+        check = get_test(config.compliance, paths)
+        compliance_run.guard(config, paths.home)
+        reference = compliance_run.find_reference(config, check, request.reference)
+        attempts = compliance_run.previous_attempts(config, check)
+        return _ReferencePlan(check, reference, attempts, config, *self._parts())
+
+    def score(self, test: TestResult, config: RunConfig) -> TestResult:
+        from suite.accuracy import score_top1
+        from suite.logs import DETAIL_LOG, parse_detail_log
+        from suite.postprocess import make_postprocess
+
+        card, dataset = self._parts()
+        test_dir = Path(test.directory)
+        try:
+            errors = parse_detail_log(test_dir / DETAIL_LOG).errors
+            _, response_dtype = make_postprocess(card)
+            accuracy = score_top1(test_dir, dataset.labels, response_dtype,
+                                  config.resolved_rules.benchmark.accuracy_target, errors)
+        except SuiteError as exc:
+            return test.model_copy(update={"status": Status.FAILED, "message": str(exc)})
+        status = Status.VALID if accuracy.passed else Status.INVALID
+        return test.model_copy(update={"accuracy": accuracy, "status": status})
+
+
+class _ReferencePlan(CompliancePlan):
+    """TEST01 or TEST04: the run's LoadGen test under the test's audit.config, then its
+    result compared with the reference run's."""
+
+    def __init__(self, check: ComplianceTest, reference: RunResult, attempts: list[str],
+                 config: RunConfig, card: ModelCard, dataset: InMemoryDataset) -> None:
+        self.name = check.name
+        self.check, self.reference, self.attempts = check, reference, attempts
+        self.loadgen_model = config.resolved_rules.benchmark.loadgen_model
+        self.card, self.dataset = card, dataset
+
+    @contextlib.contextmanager
+    def audit_config(self, test_dir: Path) -> Iterator[Path | None]:
+        from suite.compliance import run as compliance_run
+
+        # The context removes audit.config however the test ends (TERM and HUP arrive
+        # here as KeyboardInterrupt, see ``signals``).
+        with compliance_run.audit_config(self.check, self.loadgen_model, test_dir) as audit:
+            yield audit
+
+    def judge_result(self, result: RunResult, run_dir: Path) -> RunResult:
+        from suite.compliance import run as compliance_run
+        from suite.postprocess import make_postprocess
+
+        _, response_dtype = make_postprocess(self.card)
+        try:
+            outcome = compliance_run.verdict(self.check, self.reference, result, run_dir,
+                                             response_dtype, self.dataset.labels,
+                                             self.attempts)
+        except (OSError, ValueError, KeyError) as exc:
+            raise SuiteError(f"{self.check.name} verification failed in {run_dir}: "
+                             f"{exc}") from exc
+        if outcome.passed:
+            return result.model_copy(update={"compliance": outcome})
+        failed = ", ".join(f for f, v in outcome.verdicts.items() if v != "TEST PASS")
+        return result.model_copy(update={
+            "compliance": outcome, "status": Status.INVALID,
+            "exit_code": EXIT_CODES[Status.INVALID],
+            "submittable": False,
+            "non_submittable_reasons": [*result.non_submittable_reasons,
+                                        f"{self.check.name} failed ({failed})"],
+        })
