@@ -41,6 +41,9 @@ def test_offline_is_valid_and_records_what_the_server_said(tmp_path: Path) -> No
     run_dir = only_run_dir(tmp_path)
     [test] = RunResult.load(run_dir / "result.json").tests
     assert test.status.value == "VALID"
+    # the one pipeline's records: the linter ran, the system is described
+    assert "pre-flight: predicted" in out
+    assert json.loads((run_dir / "system.json").read_text())
     details = test.backend["details"]
     assert details["engine"] == "synthetic" and details["engine_version"] == "synthetic-1"
     assert details["urls"] == url and details["replicas"] == "1"
