@@ -40,9 +40,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from suite.harness.run import run  # noqa: E402
-
 from suite.config.loader import ConfigRequest  # noqa: E402
+from suite.harness.run import run  # noqa: E402
 from suite.llm.batcher import ContinuousBatcher, Request, static_generate  # noqa: E402
 from suite.llm.card import load_llm_card  # noqa: E402
 from suite.llm.dataset import LLMDataset  # noqa: E402

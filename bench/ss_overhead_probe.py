@@ -260,7 +260,7 @@ def steps(sut: Any) -> Any:
 
     clock = time.perf_counter_ns
     add, claim = sut.inflight.add, sut.inflight.claim
-    sample, predict, check = sut.dataset.sample, sut.backend.predict, sut._check
+    sample, predict, check = sut.dataset.sample, sut.backend.predict, sut.check_outputs
     post, complete = sut.postprocess, sut.completer.complete
     names = ("add", "sample", "predict", "check", "postprocess", "claim", "complete")
     times: list[list[int]] = [[] for _ in names]
@@ -302,7 +302,7 @@ def steps_inline(sut: Any) -> Any:
 
     clock = time.perf_counter_ns
     hold, release = sut.inflight.inline()
-    sample, predict, check = sut.dataset.sample, sut.backend.predict, sut._check
+    sample, predict, check = sut.dataset.sample, sut.backend.predict, sut.check_outputs
     write = index_writer(sut.postprocess)
     slot, complete_one = sut.completer.single_index()
     names = ("hold", "sample", "predict", "check", "write", "release", "complete")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from suite.harness.run import run
 
 from suite.config.loader import ConfigRequest
 from suite.config.rules import load_rules
+from suite.harness.run import run
 from suite.llm.accuracy import decode_outputs, rouge
 from suite.llm.card import load_llm_card
 from suite.llm.dataset import LLMDataset

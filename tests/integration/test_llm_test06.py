@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from suite.harness.run import run
 
 from suite.config.loader import ConfigRequest
+from suite.harness.run import run
 from suite.results import RunResult, Status
 
 pytest.importorskip("torch", reason="the LLM backend needs torch (pip install -e '.[torch]')")

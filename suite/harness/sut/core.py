@@ -80,26 +80,26 @@ class SystemUnderTest:
         self.inflight = InflightTable()
         self.draining = threading.Event()
         self._on_drain = on_drain
-        self._queue: queue.SimpleQueue[Query | None] = queue.SimpleQueue()
+        self.query_queue: queue.SimpleQueue[Query | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         #: "raw" when the backend took the dataset's raw form (normalising on its
         #: device), else "model": staged samples are the model's inputs.
         self.input_form = "raw" if dataset.offer_raw(backend.accept_raw_input) else "model"
-        self._inline_buffer = self._new_buffer()
+        self.inline_buffer = self.new_buffer()
         #: One per worker thread, written only by it (``batch_profile`` sums them).
         self._stats: list[BatchStats] = []
-        self._stop = threading.Event()
+        self.stopping = threading.Event()
         self._latency_bound_ms = latency_bound_ms
         self._target_qps = target_qps
         #: Checks each batch's outputs (``OutputContract.check``): one row per sample,
         #: the card's shape and dtype; a breach fails the batch, so the run.
-        self._check = contract if contract is not None else _unchecked
+        self.check_outputs = contract if contract is not None else _unchecked
         self.max_wait_s = max(config.max_wait_us, 0) / 1e6
         #: The largest Server batch: ``max_batch_size``, or less where a batch that large
         #: could not meet the latency bound (derived at warm-up; see ``server_policy``).
         self.batch_cap = config.max_batch_size
         self.interval_s = 0.0  # how far apart Server batches leave (warm-up; 0: unpaced)
-        self._pacer: Pacer | None = None
+        self.pacer: Pacer | None = None
         self.derived: dict[str, float] = {}  # derived at warm-up (status.json records it)
         #: ``issue_queries`` calls: fewer than samples when LoadGen coalesced queries.
         self.issue_calls = 0
@@ -124,7 +124,7 @@ class SystemUnderTest:
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def _new_buffer(self) -> Any:
+    def new_buffer(self) -> Any:
         """A worker's gather buffer: the backend's own (page-locked for a device copy)."""
         size = self.config.max_batch_size
         buffer = self.backend.input_buffer(size, self.dataset.sample_shape,
@@ -151,7 +151,7 @@ class SystemUnderTest:
         # batch (0.55 s). Batch 1 pays the lazy set-up (thread pools, kernels) out of it.
         sizes = (1,) if self.dispatch is Dispatch.SPLIT else (1, largest)
         timings: dict[int, list[float]] = {size: [] for size in sizes}
-        (buffer := self._inline_buffer).fill(0)  # the backend's own: the run's input path
+        (buffer := self.inline_buffer).fill(0)  # the backend's own: the run's input path
         # A copy into the buffer stands for the gather (a large part of a Server batch).
         source = np.zeros_like(buffer) if self.dispatch is Dispatch.DYNAMIC else buffer
         for _ in range(self.config.warmup_batches):
@@ -178,7 +178,7 @@ class SystemUnderTest:
         first use is slow and must not land inside the measured run.
         """
         # One pacer spaces all worker threads' batches (server_policy.dispatch_interval_s).
-        self._pacer = Pacer(self.interval_s) if self.interval_s > 0 else None
+        self.pacer = Pacer(self.interval_s) if self.interval_s > 0 else None
         if self.config.worker_model == "processes" and self._worker_spec is not None:
             self._start_processes(self._worker_spec)
         elif self.dispatch is not Dispatch.INLINE:
@@ -230,11 +230,11 @@ class SystemUnderTest:
 
     def stop(self) -> None:
         """Stop the workers (after LoadGen returned) without waiting on a hung backend."""
-        self._stop.set()
+        self.stopping.set()
         if self.processes is not None:
             self.processes.stop()
         for _ in self._threads:
-            self._queue.put(None)
+            self.query_queue.put(None)
         for thread in self._threads:
             thread.join(timeout=1.0)
 
@@ -251,7 +251,7 @@ class SystemUnderTest:
                 # LoadGen's issue thread, which holds the GIL for every query, is the
                 # Server bottleneck. A drain empties the queue, so a query put after
                 # one began is answered here.
-                self._queue.put((ids, indices))
+                self.query_queue.put((ids, indices))
                 if self.draining.is_set():
                     self._drain_queue()
                 return
@@ -260,7 +260,7 @@ class SystemUnderTest:
                     self.completer.complete_empty(ids)  # drained: answer at once
                     return
                 for _ in self._threads:
-                    self._queue.put(_WAKE)
+                    self.query_queue.put(_WAKE)
                 return
         except Exception as exc:  # a bug here must not leave LoadGen waiting
             # Only registering or queueing can fail here; drain completes what was
@@ -309,7 +309,7 @@ class SystemUnderTest:
         stops = 0
         while True:
             try:
-                query = self._queue.get_nowait()
+                query = self.query_queue.get_nowait()
             except queue.Empty:
                 break
             if query is None:
@@ -317,11 +317,11 @@ class SystemUnderTest:
             elif query[0]:  # Offline's wake-ups carry no ids
                 self.completer.complete_empty(query[0])
         for _ in range(stops):  # the workers' stop signals stay for them
-            self._queue.put(None)
+            self.query_queue.put(None)
 
     # -- work ------------------------------------------------------------------------
 
-    def _run(self, item: Item, buffer: Any, stats: BatchStats) -> None:
+    def run_batch(self, item: Item, buffer: Any, stats: BatchStats) -> None:
         """Predict one registered batch and complete it, unless a drain claimed it first."""
         token, ids, indices = item
         try:
@@ -332,10 +332,10 @@ class SystemUnderTest:
                      self.dataset.gather(np.asarray(indices, dtype=np.int64), buffer))
             gathered = time.perf_counter()
             outputs = self.backend.predict(batch)
-            self._check(outputs, len(indices))
+            self.check_outputs(outputs, len(indices))
             responses = self.postprocess(outputs)
         except Exception as exc:
-            self._batch_failed(exc, len(ids))
+            self.batch_failed(exc, len(ids))
             return
         predicted = time.perf_counter()
         if self.inflight.claim(token):  # not drained (watchdog) while we predicted
@@ -343,7 +343,7 @@ class SystemUnderTest:
         stats.add(len(ids), gathered - start, predicted - gathered,
                   time.perf_counter() - predicted)
 
-    def _batch_failed(self, exc: Exception, samples: int) -> None:
+    def batch_failed(self, exc: Exception, samples: int) -> None:
         self.failures.record("backend_error", f"predict failed: {exc!r}", samples,
                              traceback.format_exc())
         self.drain()
@@ -352,7 +352,7 @@ class SystemUnderTest:
         try:
             if self.config.warmup_batches and self.backend.warm_per_thread:
                 for size in sorted({1, self.config.max_batch_size}):
-                    self.backend.predict(np.zeros_like(self._inline_buffer[:size]))
+                    self.backend.predict(np.zeros_like(self.inline_buffer[:size]))
         except Exception as exc:  # the measured run would fail the same way: say so now
             self.failures.record("backend_error", f"warm-up predict failed: {exc!r}", 0,
                                  traceback.format_exc())
@@ -373,24 +373,24 @@ class SystemUnderTest:
         worker processes, whose phases stay in the workers)."""
         return list(self._stats)
 
-    def _new_stats(self) -> BatchStats:
+    def new_stats(self) -> BatchStats:
         stats = BatchStats(self.config.max_batch_size)
         self._stats.append(stats)  # list.append is atomic: workers start concurrently
         return stats
 
     def _split_worker(self) -> None:
         size = self.config.max_batch_size
-        buffer, stats = self._new_buffer(), self._new_stats()
+        buffer, stats = self.new_buffer(), self.new_stats()
         while True:
             item = self.inflight.take(size)
             if item is not None:
-                self._run(item, buffer, stats)
-            elif next_query(self._queue) is None:  # nothing to carve: wait for a query or stop
+                self.run_batch(item, buffer, stats)
+            elif next_query(self.query_queue) is None:  # nothing to carve: wait or stop
                 return
-
 
     def _dynamic_worker(self) -> None:
         server_worker(self)  # server.py: the Server worker loop
+
 
 def _unchecked(outputs: Any, n: int) -> None:
     """No output contract (a SUT built without a model card, in unit tests)."""

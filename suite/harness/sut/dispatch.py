@@ -61,20 +61,33 @@ class SutParts(Protocol):
     issue_calls: int
     issued_samples: int
     waits: collections.deque[float]
-    _queue: queue.SimpleQueue[Query | None]
-    _stop: threading.Event
-    _pacer: Pacer | None
-    _inline_buffer: Any
-    _check: Callable[[Any, int], None]
+    #: Server's queries waiting for a worker (the watchdog looks whether it empties).
+    query_queue: queue.SimpleQueue[Query | None]
+    #: Set when the SUT stops: the watchdog's wait ends.
+    stopping: threading.Event
+    #: Spaces Server batches ``interval_s`` apart (None: unpaced).
+    pacer: Pacer | None
+    #: The gather buffer of the inline path (LoadGen's issue thread).
+    inline_buffer: Any
+    #: Checks a batch's outputs against the card's output contract.
+    check_outputs: Callable[[Any, int], None]
 
     def fail(self, kind: str, message: str, samples: int) -> None: ...
 
     def drain(self) -> None: ...
 
-    def _batch_failed(self, exc: Exception, samples: int) -> None: ...
+    def batch_failed(self, exc: Exception, samples: int) -> None:
+        """Record a batch's exception and drain: every outstanding sample is answered."""
+        ...
 
-    def _new_buffer(self) -> Any: ...
+    def new_buffer(self) -> Any:
+        """A worker's gather buffer (the backend's own where it has one)."""
+        ...
 
-    def _new_stats(self) -> BatchStats: ...
+    def new_stats(self) -> BatchStats:
+        """A worker's batch record, summed into the test's batch profile."""
+        ...
 
-    def _run(self, item: Item, buffer: Any, stats: BatchStats) -> None: ...
+    def run_batch(self, item: Item, buffer: Any, stats: BatchStats) -> None:
+        """Predict one registered batch and complete it, unless a drain claimed it."""
+        ...

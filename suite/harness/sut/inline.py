@@ -27,8 +27,8 @@ def inline_issue(sut: SutParts) -> Callable[[list[int], list[int]], None]:
     contract checked as for every batch.
     """
     hold, release = sut.inflight.inline()
-    sample, gather, buffer = sut.dataset.sample, sut.dataset.gather, sut._inline_buffer
-    predict, postprocess, check = sut.backend.predict, sut.postprocess, sut._check
+    sample, gather, buffer = sut.dataset.sample, sut.dataset.gather, sut.inline_buffer
+    predict, postprocess, check = sut.backend.predict, sut.postprocess, sut.check_outputs
     complete, complete_empty = sut.completer.complete, sut.completer.complete_empty
     write = index_writer(postprocess)
     # The recording completers of unit tests have no single_index: the general path.
@@ -54,7 +54,7 @@ def inline_issue(sut: SutParts) -> Callable[[list[int], list[int]], None]:
             check(outputs, len(indices))
             responses = postprocess(outputs)
         except Exception as exc:
-            sut._batch_failed(exc, len(ids))
+            sut.batch_failed(exc, len(ids))
             return
         if release(token):  # not drained (watchdog) while we predicted
             complete(ids, responses)
@@ -82,7 +82,7 @@ def inline_issue(sut: SutParts) -> Callable[[list[int], list[int]], None]:
             check(outputs, 1)
             write(outputs, slot)
         except Exception as exc:
-            sut._batch_failed(exc, 1)
+            sut.batch_failed(exc, 1)
             return
         if release(token):  # not drained (watchdog) while we predicted
             complete_one(ids[0])

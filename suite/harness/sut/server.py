@@ -24,12 +24,12 @@ def server_worker(sut: SutParts) -> None:
     register it and run it, until the stop signal."""
     max_batch = sut.batch_cap
     max_wait = sut.max_wait_s
-    pacer = sut._pacer
+    pacer = sut.pacer
     # The wait adapts to the load (halved after a batch under half full, doubled after
     # a fuller one, never above max_wait): at light load waiting only adds latency, at
     # heavy load it fills batches.
     wait = max_wait
-    buffer, stats = sut._new_buffer(), sut._new_stats()
+    buffer, stats = sut.new_buffer(), sut.new_stats()
     # The rest of a query that did not fit, in batch-sized pieces: a coalesced query
     # can hold thousands of samples after a stall, and cutting it once is O(n).
     carry: collections.deque[Query] = collections.deque()
@@ -42,13 +42,13 @@ def server_worker(sut: SutParts) -> None:
         # (waiting for one deadlocked: the turn's holder waits for new queries).
         forming = pacer.forming if pacer is not None and not carry else None
         with forming if forming is not None else contextlib.nullcontext():
-            first = carry.popleft() if carry else next_query(sut._queue)
+            first = carry.popleft() if carry else next_query(sut.query_queue)
             if first is None:
                 return
             sut.batches_begun += 1
             queries: list[Query] = [first]
             try:
-                count, stopping = fill(sut._queue, queries, carry, wait, max_batch,
+                count, stopping = fill(sut.query_queue, queries, carry, wait, max_batch,
                                        sut.waits, pacer)
                 if 2 * count >= max_batch:
                     wait = min(max_wait, max(2 * wait, 50e-6))
@@ -69,4 +69,4 @@ def server_worker(sut: SutParts) -> None:
         if token is None:  # drained while this batch was gathered
             sut.completer.complete_empty(ids)
         else:
-            sut._run((token, ids, indices), buffer, stats)
+            sut.run_batch((token, ids, indices), buffer, stats)

@@ -19,7 +19,7 @@ def watch(sut: SutParts, watch_queue: bool) -> None:
     timeout = sut.config.watchdog_timeout_s
     # Since when queries have waited in the Server queue with no batch begun.
     queued_since, begun = -1.0, sut.batches_begun
-    while not sut._stop.wait(min(1.0, timeout / 4)):
+    while not sut.stopping.wait(min(1.0, timeout / 4)):
         age = sut.inflight.oldest_age()
         if sut.processes is not None:
             sut.processes.check_alive()
@@ -28,7 +28,7 @@ def watch(sut: SutParts, watch_queue: bool) -> None:
         if age > timeout:
             stalled = f"the backend did not answer a batch within {timeout:g} s"
         elif watch_queue:
-            if not sut._queue.qsize() or sut.batches_begun != begun:
+            if not sut.query_queue.qsize() or sut.batches_begun != begun:
                 queued_since, begun = -1.0, sut.batches_begun
             elif queued_since < 0:
                 queued_since = time.monotonic()

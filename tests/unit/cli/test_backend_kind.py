@@ -67,9 +67,9 @@ def test_each_kind_has_one_contract_and_no_backend_only_raises() -> None:
     assert issubclass(backend_class("null"), BackendBase)
     assert not issubclass(backend_class("null"), GeneratingBackend)
     assert "load" not in vars(openai) and "predict" not in vars(openai)
-    with pytest.raises(ConfigError, match="does not implement suite.backends.base.BackendBase"):
+    with pytest.raises(ConfigError, match=r"does not implement suite\.backends\.base\.BackendBase"):
         create_as(BackendBase, "openai")
-    with pytest.raises(ConfigError, match="does not implement suite.llm.contract"):
+    with pytest.raises(ConfigError, match=r"does not implement suite\.llm\.contract"):
         create_as(InProcessGenerator, "null")
 
 
