@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -26,6 +25,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from suite.cli import console
 from suite.cli.options import find_run, runs_dir_option
 from suite.config.loader import ConfigRequest
 from suite.config.rules import DEFAULT_ROUND
@@ -34,11 +34,8 @@ from suite.harness.signals import interrupt_on_termination
 from suite.results import RunResult, Status
 from suite.version import __version__
 
-# Tables (config, backends) when output is not a terminal (CI logs, pipes); the results
-# table has its own width (cli.render.print_results).
-out = Console(width=None if sys.stdout.isatty() else 160)
-# Messages are never wrapped: paths in them must stay copy-pasteable.
-err = Console(stderr=True, soft_wrap=True)
+# The results table has its own width (cli.render.print_results).
+out, err = console.out, console.err
 
 
 def _config_options(func: Any) -> Any:
@@ -140,14 +137,14 @@ class _Bars:
 def _run_requests(requests: list[ConfigRequest], wide: bool = False) -> int:
     results: list[RunResult] = []
     for request in requests:
-        results.append(_run_one(request))
+        results.append(run_one(request))
         if results[-1].status is Status.INTERRUPTED:
             break
-    return _finish(results, wide)
+    return finish(results, wide)
 
 
-def _run_one(request: ConfigRequest) -> RunResult:
-    """One run with its progress bars; says where its directory is (``suite demo`` too)."""
+def run_one(request: ConfigRequest) -> RunResult:
+    """One run with its progress bars; says where its directory is (``run`` and ``demo``)."""
     from suite.api import run  # lazy: keeps `suite --help` fast
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -168,8 +165,8 @@ def _run_one(request: ConfigRequest) -> RunResult:
     return result
 
 
-def _finish(results: list[RunResult], wide: bool = False) -> int:
-    """Print the results table; the exit code of the worst run."""
+def finish(results: list[RunResult], wide: bool = False) -> int:
+    """Print the results table; the exit code of the worst run (``run`` and ``demo``)."""
     _print_results(results, wide)
     return max((r.exit_code for r in results), key=[0, 2, 1, 130].index)
 
@@ -211,9 +208,10 @@ def _say_where(result: RunResult) -> None:
         err.print(f"run directory: {escape(result.run_dir)}")
 
 
-def _request(benchmark: str, scenario: str, backend: str | None, mode: str, round_name: str,
-             quick: bool, config: Path | None, sets: list[str] | None,
-             runs_dir: Path | None, flags: dict[str, tuple[Any, str]]) -> ConfigRequest:
+def build_request(benchmark: str, scenario: str, backend: str | None, mode: str,
+                  round_name: str, quick: bool, config: Path | None, sets: list[str] | None,
+                  runs_dir: Path | None, flags: dict[str, tuple[Any, str]]) -> ConfigRequest:
+    """The request the options describe (no backend: the card's kind's default)."""
     from suite.api import default_backend
 
     return ConfigRequest(
@@ -265,7 +263,7 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
         "data.model_path": (str(Path(model_path).resolve()) if model_path else None,
                             "--model-path"),
     }
-    request = _request(benchmark, scenario, backend, mode, round_name, quick, config_file,
+    request = build_request(benchmark, scenario, backend, mode, round_name, quick, config_file,
                        list(sets), runs_dir, flags)
     request.compliance, request.reference, request.system = compliance, reference, system
     request.force = force
@@ -280,7 +278,7 @@ def config_command(benchmark: str, scenario: str, backend: str, mode: str, round
     """Print the resolved configuration and where each value came from (no run)."""
     from suite.api import prepare
 
-    request = _request(benchmark, scenario, backend, mode, round_name, quick, config_file,
+    request = build_request(benchmark, scenario, backend, mode, round_name, quick, config_file,
                        list(sets), None, {})
     request.system = system
     resolved = prepare(request).config

@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 def stderr() -> Any:
     """The console for messages: never wrapped, so paths in them stay copy-pasteable."""
-    from rich.console import Console
+    from suite.cli.console import stderr
 
-    return Console(stderr=True, soft_wrap=True)
+    return stderr()
 
 
 def print_lint(report: LintReport, console: Any, *, table: bool) -> None:
@@ -57,13 +57,13 @@ def print_results(results: list[RunResult], *, wide: bool) -> None:
     """
     import sys
 
-    from rich.console import Console
     from rich.markup import escape
 
+    from suite.cli.console import stdout
     from suite.reports.table import COMPACT_WIDTH, results_table, run_notes
 
     width = None if sys.stdout.isatty() else (160 if wide else COMPACT_WIDTH)
-    console = Console(width=width)
+    console = stdout(width)
     console.print(results_table(results, compact=not wide))
     for note in run_notes(results):
         console.print(f"  - {escape(note)}", soft_wrap=True)
@@ -71,9 +71,10 @@ def print_results(results: list[RunResult], *, wide: bool) -> None:
 
 def print_tune(report: TuneReport, benchmark: str, backend: str) -> None:
     """The chosen settings as a table on stdout, then the bookkeeping on stderr."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+
+    from suite.cli.console import stderr, stdout
 
     table = Table(title=f"tuned {benchmark} on {backend} for system '{report.system}'")
     for column in ("scenario", "key", "value", "why"):
@@ -81,7 +82,7 @@ def print_tune(report: TuneReport, benchmark: str, backend: str) -> None:
     for scenario, choices in report.choices.items():
         for choice in choices:
             table.add_row(scenario, choice.key, str(choice.value), escape(choice.why))
-    Console().print(table)
+    stdout().print(table)
     err = stderr()
     err.print(f"probes run: {report.probes_run}, reused from cache: {report.probes_cached}")
     err.print(f"written: {report.settings_file} (suite run picks it up on this system)")
@@ -89,10 +90,10 @@ def print_tune(report: TuneReport, benchmark: str, backend: str) -> None:
 
 def print_package(done: PackageResult, *, unofficial: bool) -> None:
     """What packaging refused and moved, the check's findings, and the bundle built."""
-    from rich.console import Console
     from rich.markup import escape
 
     from suite.checker.render import render
+    from suite.cli.console import stderr
 
     err = stderr()
     for reason in done.refused:
@@ -102,7 +103,7 @@ def print_package(done: PackageResult, *, unofficial: bool) -> None:
     if done.moved_aside:
         err.print(f"[yellow]note:[/] {escape(str(done.tree))} was not a tree this command "
                   f"placed; moved aside to {escape(done.moved_aside)}, not deleted")
-    render(done.report, Console(stderr=True, width=160))
+    render(done.report, stderr(160))
     if done.bundle is None:
         err.print("[red]not signed:[/] the tree fails the rules above; fix them, or pass "
                   "--unofficial to build a test bundle")

@@ -38,13 +38,13 @@ def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: 
                   dataset_path: Path | None, model_path: Path | None) -> int:
     """Audit a signed bundle: exit 0 when every check passes cleanly, 2 when one fails or
     when a pass accepted an unofficial bundle's known rule failures."""
-    from rich.console import Console
     from rich.markup import escape
 
     from suite.api import audit
     from suite.audit.report import render, verdict_line
+    from suite.cli.console import piped_stdout, stderr
 
-    err = Console(stderr=True, soft_wrap=True)
+    err = stderr()
     report = audit(bundle, public_key, rerun=rerun, tolerance=tolerance, runs_dir=runs_dir,
                    say=lambda m: err.print(escape(m)), allow_backends=allow_backends,
                    dataset_path=str(dataset_path or ""), model_path=str(model_path or ""))
@@ -59,7 +59,7 @@ def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: 
     if as_json:
         sys.stdout.write(text + "\n")
     else:
-        Console(width=None if sys.stdout.isatty() else 160).print(render(report))
+        piped_stdout().print(render(report))
     err.print(escape(verdict_line(report)))
     return report.exit_code
 

@@ -29,27 +29,26 @@ def check_command(path: Path, round_name: str | None, as_json: bool,
                   compat_official: bool, submission_exceptions: bool,
                   runs_dir: Path | None) -> int:
     """Validate a run directory or a submission tree; every finding names its rule."""
-    from rich.console import Console
-
     from suite.api import check
     from suite.checker.render import render
+    from suite.cli.console import piped_stdout
 
     report = check(find_run(path, runs_dir), round_name, compat_official=compat_official,
                    submission_exceptions=submission_exceptions)
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:
-        render(report, Console(width=None if sys.stdout.isatty() else 160))
+        render(report, piped_stdout())
     return 0 if report.passed else 2
 
 
 @click.command("rules")
 def rules_command() -> int:
     """List every rule id of suite check, its severity and its source."""
-    from rich.console import Console
     from rich.table import Table
 
     from suite.checker import RULES
+    from suite.cli.console import stdout
 
     table = Table(title="suite check rules")
     for column in ("id", "severity", "strict only", "checks", "source"):
@@ -57,7 +56,7 @@ def rules_command() -> int:
     for rule in RULES.values():
         table.add_row(rule.id, rule.severity.value, "yes" if rule.strict_only else "",
                       rule.title, rule.source)
-    Console().print(table)
+    stdout().print(table)
     return 0
 
 

@@ -111,20 +111,20 @@ def busy_line(invalid: int, before: tuple[int, int] | None, after: tuple[int, in
               help="quick durations (not submittable), or the round's official ones")
 def demo_command(backend: str, runs_dir: Path | None, wide: bool, quick: bool) -> int:
     """digits on all four scenarios, performance then accuracy."""
-    from suite.cli import app
+    from suite.cli import app, console
     from suite.config.rules import DEFAULT_ROUND
     from suite.results import Status
 
     def request(scenario: str, flags: dict[str, tuple[Any, str]]) -> Any:
-        return app._request("digits", scenario, backend, "all", DEFAULT_ROUND, quick, None,
+        return app.build_request("digits", scenario, backend, "all", DEFAULT_ROUND, quick, None,
                             None, runs_dir, flags)
 
     before = cpu_times()
     results = []
     for scenario in ("singlestream", "multistream", "offline"):
-        results.append(app._run_one(request(scenario, {})))
+        results.append(app.run_one(request(scenario, {})))
         if results[-1].status is Status.INTERRUPTED:
-            return app._finish(results, wide)
+            return app.finish(results, wide)
     plan = server_plan(offline_rate(results[-1]), quick)
     flags: dict[str, tuple[Any, str]] = {}
     if plan.target_qps is not None:
@@ -133,13 +133,13 @@ def demo_command(backend: str, runs_dir: Path | None, wide: bool, quick: bool) -
             flags["loadgen.min_duration_ms"] = (
                 plan.min_duration_ms, f"suite demo: {SERVER_MIN_QUERIES} queries at that rate")
     rate = f"{plan.target_qps:,.0f} QPS" if plan.target_qps else "the scenario file's rate"
-    app.err.print(f"demo: Server at {rate} ({plan.why})", soft_wrap=True, markup=False)
-    results.append(app._run_one(request("server", flags)))
-    code = app._finish(results, wide)
+    console.err.print(f"demo: Server at {rate} ({plan.why})", soft_wrap=True, markup=False)
+    results.append(app.run_one(request("server", flags)))
+    code = app.finish(results, wide)
     invalid = sum(r.status is Status.INVALID for r in results)
     if invalid:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-        app.out.print(busy_line(invalid, before, cpu_times(), load, os.cpu_count() or 1),
+        console.out.print(busy_line(invalid, before, cpu_times(), load, os.cpu_count() or 1),
                       soft_wrap=True, markup=False)
     return code
 

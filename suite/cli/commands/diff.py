@@ -25,8 +25,7 @@ from suite.cli.options import find_run, runs_dir_option
 def diff_command(run_a: Path, run_b: Path, as_json: bool, runs_dir: Path | None) -> int:
     """Compare run B against run A: config keys and their sources, metric and latency
     deltas per test, system and dataset differences, model and round changes."""
-    from rich.console import Console
-
+    from suite.cli.console import piped_stdout
     from suite.reports.diff import diff_runs
     from suite.reports.diff_render import render
 
@@ -34,7 +33,7 @@ def diff_command(run_a: Path, run_b: Path, as_json: bool, runs_dir: Path | None)
     if as_json:
         sys.stdout.write(diff.to_json())
         return 0
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = piped_stdout()
     for part in render(diff):
         console.print(part)
     return 0

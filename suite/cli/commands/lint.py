@@ -24,9 +24,8 @@ def lint_command(benchmark: str, scenario: str, backend: str, mode: str,
                  round_name: str | None, quick: bool, config_file: Path | None,
                  sets: tuple[str, ...], force: bool, as_json: bool) -> int:
     """Lint a run's configuration without running it: keys, units, ignored and fixed values."""
-    from rich.console import Console
-
     from suite.api import lint
+    from suite.cli.console import stdout
     from suite.cli.render import print_lint
     from suite.config.loader import ConfigRequest
     from suite.config.rules import DEFAULT_ROUND
@@ -38,7 +37,7 @@ def lint_command(benchmark: str, scenario: str, backend: str, mode: str,
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     else:
-        print_lint(report, Console(width=160), table=True)
+        print_lint(report, stdout(160), table=True)
     return 1 if report.errors else 0
 
 

@@ -33,9 +33,9 @@ def runs_command(runs_dir_arg: Path | None, runs_dir: Path | None, benchmark: st
                  since: str | None, as_json: bool) -> int:
     """Every attempt under RUNS_DIR (default: the runs directory), grouped by config
     digest with the best of each group marked."""
-    from rich.console import Console
     from rich.markup import escape
 
+    from suite.cli.console import piped_stdout, stderr
     from suite.paths import check_runs_dir, find_paths
     from suite.reports.ledger import Filters, list_runs, render
 
@@ -52,8 +52,8 @@ def runs_command(runs_dir_arg: Path | None, runs_dir: Path | None, benchmark: st
         sys.stdout.write(json.dumps(ledger.to_dict(), indent=2) + "\n")
     else:
         # Off a terminal the table keeps its natural width: a run's path is never cut.
-        Console(width=None if sys.stdout.isatty() else 1000).print(render(ledger))
-    err = Console(stderr=True, soft_wrap=True)
+        piped_stdout(1000).print(render(ledger))
+    err = stderr()
     for item in ledger.skipped:
         err.print(escape(f"skipped {item.path}: {item.why}"))
     return 0

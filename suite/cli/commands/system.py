@@ -18,9 +18,8 @@ import click
 def system_command(config_file: Path | None, division: str, out: Path | None,
                    round_name: str | None) -> int:
     """Probe the machine, merge your TOML, and list the required fields still empty."""
-    from rich.console import Console
-
     from suite.api import system
+    from suite.cli.console import stderr
 
     described = system(config_file, division=division, round_name=round_name)
     data, empty, unknown = described.data, described.empty, described.unknown
@@ -29,7 +28,7 @@ def system_command(config_file: Path | None, division: str, out: Path | None,
         click.echo(text, nl=False)
     else:
         out.write_text(text)
-    err = Console(stderr=True, soft_wrap=True)
+    err = stderr()
     for name in unknown:
         err.print(f"[yellow]unknown field ignored:[/] {name}")
     if empty:

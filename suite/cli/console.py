@@ -1,0 +1,44 @@
+"""The command line's consoles: the one place that decides how wide output is and where
+it goes.
+
+* ``out``: standard output, for tables. A terminal's own width; piped (CI logs, files),
+  ``PIPED_WIDTH`` columns, so a table is not cut at 80.
+* ``err``: standard error, for messages, progress and findings. Never wrapped: paths in
+  messages must stay copy-pasteable.
+* ``stdout(width)`` / ``stderr(width)``: a console of a given width (``None``: the
+  terminal's, or rich's default when piped), for the renderers that size their own table.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+__all__ = ["PIPED_WIDTH", "err", "out", "stderr", "stdout"]
+
+#: Columns of a table written to a pipe or a file.
+PIPED_WIDTH = 160
+
+
+def stdout(width: int | None = None) -> Console:
+    """A console on standard output, ``width`` columns wide (None: the terminal's)."""
+    return Console(width=width)
+
+
+def stderr(width: int | None = None) -> Console:
+    """A console on standard error; without a width its lines are never wrapped."""
+    if width is None:
+        return Console(stderr=True, soft_wrap=True)
+    return Console(stderr=True, width=width)
+
+
+def piped_stdout(piped_width: int = PIPED_WIDTH) -> Console:
+    """Standard output at the terminal's width, or ``piped_width`` columns when piped."""
+    return stdout(None if sys.stdout.isatty() else piped_width)
+
+
+#: Tables (config, backends, diff, check, audit) on standard output.
+out = piped_stdout()
+#: Messages on standard error, never wrapped.
+err = stderr()
