@@ -27,6 +27,7 @@ from suite.audit.report import AuditReport
 from suite.audit.system_step import system_step
 from suite.backends import BUILTIN
 from suite.errors import SuiteError
+from suite.models import Kind
 from suite.paths import Paths
 from suite.results import Status
 from suite.submission.bundle.archive import ENVELOPE_NAME, _unsafe
@@ -197,18 +198,29 @@ def _run_info(tree: Path, result: str) -> dict[str, Any]:
 
 def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
               data: AuditData) -> None:
-    from suite import datasets
-    from suite.accuracy import decode_accuracy_log
-    from suite.harness.kinds import for_benchmark
-    from suite.models import Kind, load_card
-    from suite.postprocess import make_postprocess
+    """Step 3 for one result: its kind's recomputation from the full accuracy log."""
+    from suite.models import card_kind
 
     result = claim["result"]
     try:
         info = _run_info(tree, result)
-        if for_benchmark(paths, str(info["benchmark"])).kind is Kind.TEXT_GENERATION:
-            _llm_accuracy(report, tree, paths, claim, info, data)
-            return
+    except (OSError, KeyError, ValueError, SuiteError) as exc:
+        report.add(3, f"accuracy of {result}", False, [f"cannot recompute: {exc}"], result)
+        return
+    _ACCURACY_BY_KIND[card_kind(paths, str(info["benchmark"]))](report, tree, paths, claim,
+                                                                  info, data)
+
+
+def _top1_accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
+                   info: dict[str, Any], data: AuditData) -> None:
+    """Top-1, recomputed from the full accuracy log and the dataset's labels."""
+    from suite import datasets
+    from suite.accuracy import decode_accuracy_log
+    from suite.models import load_card
+    from suite.postprocess import make_postprocess
+
+    result = claim["result"]
+    try:
         log = tree / "evidence" / result / "mlperf_log_accuracy.json"
         lines = (tree / result / "accuracy" / "accuracy.txt").read_text().splitlines()
         stated = next(float(m.group(1)) for line in lines if (m := _ACC.match(line)))
@@ -249,6 +261,10 @@ def _llm_accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str
         report.add(3, f"accuracy of {result}", False, [f"cannot recompute: {exc}"], result)
         return
     report.add(3, f"accuracy of {result}", passed, evidence, found)
+
+
+#: Step 3's recomputation for each kind of benchmark (``suite.models.Kind``).
+_ACCURACY_BY_KIND = {Kind.TENSOR: _top1_accuracy, Kind.TEXT_GENERATION: _llm_accuracy}
 
 
 def _choose(results: list[dict[str, Any]], rerun: str | None, seed: str) -> list[dict[str, Any]]:
@@ -295,7 +311,6 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
             data: AuditData) -> Path | None:
     from suite.harness.kinds import for_benchmark
     from suite.harness.run import run
-    from suite.models import Kind
     from suite.scenarios import SPECS, Scenario
     from suite.submission.package import llm_figure
 
@@ -310,7 +325,6 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
             f"--allow-backend {backend}"], "refused")
         return None
     strategy = for_benchmark(paths, str(info["benchmark"]))
-    llm = strategy.kind is Kind.TEXT_GENERATION
     try:
         local_sha = strategy.local_model_digest(paths, str(info["benchmark"]))
     except SuiteError as exc:
@@ -327,7 +341,7 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
     measured = perf.metric_value if perf else None
     unit = perf.unit if perf else ""
     token_lines: list[str] = []
-    if llm:  # an LLM claim is its tokens/s: compare the replay's figure of the same name
+    if perf is not None and perf.tokens:  # an LLM claim is its tokens/s: the same figure
         figure = llm_figure(str(claim.get("scenario")), perf.tokens) if perf else None
         measured, unit = (figure[1], figure[0]) if figure else (None, "")
         tokens = perf.tokens if perf else {}

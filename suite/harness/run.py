@@ -97,18 +97,14 @@ def _preflight(request: ConfigRequest, paths: Paths,
 def _refuse_wrong_kind(benchmark: str, backend: str, strategy: KindStrategy) -> None:
     """A backend that does not serve the card's kind fails here, before any run directory."""
     from suite import backends
-    from suite.models import Kind
 
-    if strategy.kind in backends.serves(backend):
+    served = backends.serves(backend)
+    if strategy.kind in served:
         return
-    if strategy.kind is Kind.TEXT_GENERATION:
-        raise ConfigError(f"backend '{backend}' cannot run the text-generation benchmark "
-                          f"'{benchmark}'", hint="use --backend torch-llm (in-process) or "
-                          "--backend openai --url URL (a server); leave --backend out for "
-                          "the card's default")
-    raise ConfigError(f"backend '{backend}' runs text-generation benchmarks only, not "
-                      f"'{benchmark}'", hint="use onnxruntime, torch, remote, simulated "
-                      "or null (see `suite backends`)")
+    raise ConfigError(f"backend '{backend}' cannot run the {strategy.kind.value} benchmark "
+                      f"'{benchmark}': it runs "
+                      f"{' and '.join(sorted(k.value for k in served))} benchmarks only",
+                      hint=strategy.backend_hint)
 
 
 def prepare(request: ConfigRequest, paths: Paths | None = None, *,

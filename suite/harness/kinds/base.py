@@ -99,6 +99,8 @@ class KindStrategy(ABC):
     kind: ClassVar[Kind]
     #: The backend a card of this kind runs on when none is named.
     default_backend: ClassVar[str]
+    #: What to say when a backend that does not serve this kind is named for it.
+    backend_hint: ClassVar[str]
     #: ``suite tune`` for this kind: ``"module:function"`` taking ``(TuneOptions, *, say,
     #: paths)`` and returning a ``TuneReport`` (named, so choosing it imports nothing).
     tuner: ClassVar[str]

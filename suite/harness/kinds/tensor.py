@@ -33,6 +33,7 @@ class TensorKind(KindStrategy):
     kind = Kind.TENSOR
     default_backend = "onnxruntime"
     tuner = "suite.harness.tune:tune"
+    backend_hint = "use onnxruntime, torch, remote, simulated or null (see `suite backends`)"
 
     def prepare(self, config: RunConfig, paths: Paths,
                 on_progress: Callable[[str], ProgressCallback | None] | None

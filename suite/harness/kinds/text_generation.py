@@ -53,6 +53,8 @@ class TextGenerationKind(KindStrategy):
     kind = Kind.TEXT_GENERATION
     default_backend = "torch-llm"
     tuner = "suite.harness.llm.sweep:tune_llm"
+    backend_hint = ("use --backend torch-llm (in-process) or --backend openai --url URL (a "
+                    "server); leave --backend out for the card's default")
     # An LLM's Server bounds are token latencies (TTFT, TPOT), not a query's.
     query_latency_bound = False
 

@@ -22,9 +22,12 @@ def test_the_default_backend_follows_the_card() -> None:
 
 
 @pytest.mark.parametrize(("benchmark", "backend", "expected"), [
-    ("tinylm", "onnxruntime", "cannot run the text-generation benchmark 'tinylm'"),
-    ("digits", "openai", "runs text-generation benchmarks only, not 'digits'"),
-    ("digits", "torch-llm", "runs text-generation benchmarks only, not 'digits'"),
+    ("tinylm", "onnxruntime", "cannot run the text-generation benchmark 'tinylm': it runs "
+                              "tensor benchmarks only"),
+    ("digits", "openai", "cannot run the tensor benchmark 'digits': it runs text-generation "
+                         "benchmarks only"),
+    ("digits", "torch-llm", "cannot run the tensor benchmark 'digits': it runs "
+                            "text-generation benchmarks only"),
 ])
 def test_a_backend_of_the_wrong_kind_fails_before_any_run_directory(
         tmp_path: Path, benchmark: str, backend: str, expected: str) -> None:
