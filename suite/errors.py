@@ -6,19 +6,33 @@ once and maps it to exit code 1; nothing below the CLI calls ``sys.exit``.
 
     SuiteError
     ├── ConfigError          bad key, value, type or name in a config layer
+    │   ├── RoundError       (suite.checker.models) the tree's logs name no one supported round
+    │   └── NotCheckable     (suite.checker.walk) neither a run directory nor a submission
+    │                        tree; also a ValueError
     ├── ModelError           model file missing, unreadable or with a wrong sha256
     ├── DatasetError         dataset missing or malformed
+    │   └── ImageError       (suite.datasets.preprocess) an image that cannot be decoded
     ├── BackendUnavailable   the backend's packages or hardware are missing
     ├── BackendError         a backend failed to load or predict
+    │   ├── TransportError   (suite.llm.http_pool) a connection to an LLM server failed
+    │   └── StreamError      (suite.llm.sse) one streamed LLM request failed
     ├── RunFailed            a LoadGen test started but did not finish cleanly
     ├── TuneFailed           ``suite tune`` found no VALID setting, or a probe failed
+    ├── ProbeFailed          (suite.harness.offline_rate) the warm-up probe's backend call
+    │                        raised or did not return in time
     ├── BundleError          a bundle or its envelope is malformed or refused
-    ├── InputTooLarge        a file the user named is larger than such a file can be
     │   └── EnvelopeError    (suite.submission.bundle.dsse) also a ValueError
+    ├── InputTooLarge        a file the user named is larger than such a file can be
     ├── KeyFileError         (suite.submission.bundle.keys) a signing key is missing or unreadable
     ├── PackageError         (suite.submission.safety) a name, path or run cannot be packaged
+    ├── RunDirError          (suite.reports.diff) a run directory or its records are unreadable
     ├── ServeError           (suite.serve.launcher) a model server did not come up
-    └── RoundError           (suite.checker.models, a ConfigError) unknown round
+    └── EngineError          (suite.serve.llm_engines) an LLM engine did not start or get ready
+
+The tree lists every public exception class (a name without a leading underscore; a
+private one, such as ``suite.submission.bundle.archive._Unreadable``, stays inside its
+module) under its parent in the tree; ``tests/unit/core/test_errors_tree.py`` compares it
+with the classes.
 
 Each error also says how the CLI ends: ``exit_code`` (1 for every error; 2 and 130 are
 verdicts and interruptions, not errors). ``tests/unit/core/test_errors_tree.py`` (every

@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.support.submission_fixtures import SYSTEM_TOML
+from tests.support.timing import timing_assert
 
 PASS = {"SUITE_KEY_PASSPHRASE": "audit-test-passphrase"}
 # Step 6 compares the bundle's system with this machine, and a field neither side can state
@@ -82,22 +83,46 @@ def _resign(files: dict[str, Path], tmp: Path, edit: object) -> Path:
     return out
 
 
+def _ratio(result: str | None) -> float | None:
+    try:
+        return float(result or "")
+    except ValueError:
+        return None
+
+
+def _speed_only(check: dict) -> bool:
+    """A failed check that a busy machine explains: a replay INVALID or out of its
+    tolerance (step 4), a compliance test whose one failed verdict is
+    verify_performance.txt (step 5). A refusal, an error or a failed accuracy verdict is
+    not."""
+    if check["step"] == 4:
+        return check["result"] == "INVALID" or _ratio(check["result"]) is not None
+    if check["step"] == 5:
+        verdicts = dict(re.findall(r"(verify_\w+\.txt): (TEST PASS|TEST FAIL)",
+                                   check["evidence"][0]))
+        return {f for f, v in verdicts.items() if v == "TEST FAIL"} == {"verify_performance.txt"}
+    return False
+
+
 @pytest.mark.timing  # replay and TEST01/TEST04 ratios are throughput figures
 def test_an_honest_bundle_passes_every_step(bundle: dict[str, Path], tmp_path: Path) -> None:
     code, report = _audit(bundle["bundle"], bundle["pub"], tmp_path, "--rerun", "all",
                           *TOLERANCE, "--sign", str(bundle["key"]), **PASS)
-    assert report["passed"] and not _failed(report), _failed(report)
     # Quick runs packaged --unofficial: the tree breaks rules the bundle declared, and the
     # audit says so in its last line and its exit code (issue 28: it read as a clean pass).
     assert report["known_errors"] > 0 and code == 2
-    assert report["verdict"].startswith("UNOFFICIAL bundle: audit PASSED with "
-                                        f"{report['known_errors']} known error(s)")
     steps = {c["step"] for c in report["checks"]}
     assert steps == {1, 2, 3, 4, 5, 6}  # every step ran
     assert len(report["reran"]) == 2  # and the report says which results were replayed
     assert sum(c["step"] == 5 for c in report["checks"]) == 2  # digits: TEST01 per result
     attestation = json.loads((tmp_path / "audit.dsse.json").read_text())
     assert attestation["payloadType"] == "application/vnd.in-toto+json"
+    failed = [c for c in report["checks"] if not c["passed"]]
+    assert all(_speed_only(c) for c in failed), failed  # signature, check, accuracy, system
+    timing_assert(not failed, "an honest replay missed on this machine: " + " | ".join(
+        f"step {c['step']} {c['name']}: {c['evidence'][0]}" for c in failed))
+    assert report["passed"] and report["verdict"].startswith(
+        f"UNOFFICIAL bundle: audit PASSED with {report['known_errors']} known error(s)")
 
 
 def test_a_replay_never_imports_a_backend_the_auditor_did_not_allow(
@@ -144,8 +169,12 @@ def test_inflated_throughput_fails_step_4(bundle: dict[str, Path], tmp_path: Pat
                           *TOLERANCE)
     assert code == 2
     [replay] = [c for c in report["checks"] if c["step"] == 4]
-    assert not replay["passed"] and "replay / claim" in replay["evidence"][0]
-    assert float(replay["result"]) < 0.65
+    assert _speed_only(replay), replay  # a replay that ran and was compared, or INVALID
+    timing_assert(replay["result"] != "INVALID", f"the replay was INVALID: {replay['evidence']}")
+    assert "replay / claim" in replay["evidence"][0]
+    # The claim is doubled: an honest replay's ratio is about 0.5.
+    timing_assert(not replay["passed"] and float(replay["result"]) < 0.65,
+                  f"a doubled claim was not caught: {replay['evidence'][0]}")
 
 
 def test_a_different_local_model_is_refused(bundle: dict[str, Path], tmp_path: Path,

@@ -15,6 +15,7 @@ import pytest
 
 from suite.results import RunResult
 from tests.conftest import REPO, cli_env, run_cli
+from tests.support.timing import timing_assert
 
 BACKENDS = "tests.support.fault_backends"
 # SingleStream at a steady 8 ms per query: the verdicts compare two runs' speed within
@@ -67,22 +68,32 @@ def _compliance(test: str, backend: str, reference: Path, runs_dir: Path,
     return proc, RunResult.load(newest / "result.json")
 
 
+def _performance_verdict(run_dir: Path) -> tuple[bool, str]:
+    """verify_performance.txt's verdict, and its ratio line (the evidence of a miss)."""
+    lines = (run_dir / "verify_performance.txt").read_text().splitlines()
+    ratio = next((line for line in lines if line.startswith("test / reference")), "")
+    return lines[-1] == "TEST PASS", f"{lines[-1]}, {ratio} ({', '.join(lines[:2])})"
+
+
 @pytest.mark.timing  # verify_performance.txt compares two runs' throughput
 def test_test01_passes_on_an_honest_run(reference: Path, runs_dir: Path) -> None:
     proc, result = _honest("TEST01", reference, runs_dir)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert result.compliance is not None and result.compliance.passed
+    assert proc.returncode in (0, 2), proc.stdout + proc.stderr  # a verdict, not an error
+    assert result.compliance is not None and "TEST01" in proc.stdout
     run_dir = Path(result.run_dir)
     verify = (run_dir / "verify_accuracy.txt").read_text().splitlines()
     assert verify[-1] == "TEST PASS" and "num_perf_log_data_mismatch = 0" in verify
-    assert (run_dir / "verify_performance.txt").read_text().splitlines()[-1] == "TEST PASS"
     assert (run_dir / "accuracy" / "mlperf_log_accuracy.json").is_file()
     # The audit.config really reached LoadGen, and a copy of it is kept as evidence.
     detail = (run_dir / "performance" / "mlperf_log_detail.txt").read_text()
     assert '"effective_accuracy_log_sampling_target", "value": 128' in detail
     assert "accuracy_log_sampling_target = 128" in (
         run_dir / "performance" / "audit.config.applied").read_text()
-    assert "TEST01" in proc.stdout and "TEST PASS" in proc.stdout
+    passed, why = _performance_verdict(run_dir)
+    timing_assert(passed, f"TEST01 performance on an honest run, attempt "
+                          f"{result.compliance.attempt}: {why}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert result.compliance.passed and "TEST PASS" in proc.stdout
 
 
 def test_test01_fails_on_a_backend_that_perturbs_in_performance_mode(
@@ -98,14 +109,21 @@ def test_test01_fails_on_a_backend_that_perturbs_in_performance_mode(
     assert not result.submittable
 
 
-@pytest.mark.timing  # the honest half compares two runs' throughput
-def test_test04_passes_honest_and_fails_a_caching_backend(reference: Path,
-                                                          runs_dir: Path) -> None:
+@pytest.mark.timing  # verify_performance.txt compares two runs' throughput
+def test_test04_passes_on_an_honest_run(reference: Path, runs_dir: Path) -> None:
     proc, honest = _honest("TEST04", reference, runs_dir)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert honest.compliance is not None and honest.compliance.passed
+    assert proc.returncode in (0, 2), proc.stdout + proc.stderr  # a verdict, not an error
+    assert honest.compliance is not None
     detail = (Path(honest.run_dir) / "performance" / "mlperf_log_detail.txt").read_text()
     assert '"effective_performance_issue_same", "value": true' in detail
+    passed, why = _performance_verdict(Path(honest.run_dir))
+    timing_assert(passed, f"TEST04 on an honest run, attempt {honest.compliance.attempt}: {why}")
+    assert proc.returncode == 0 and honest.compliance.passed, proc.stdout + proc.stderr
+
+
+def test_test04_fails_a_caching_backend(reference: Path, runs_dir: Path) -> None:
+    # Not a timing test: a cached answer takes microseconds against the reference's 8 ms,
+    # far beyond anything a busy machine does to the honest runs.
     proc, cheat = _compliance("TEST04", "CachingBackend", reference, runs_dir)
     assert proc.returncode == 2
     assert cheat.compliance is not None and not cheat.compliance.passed

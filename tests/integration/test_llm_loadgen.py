@@ -2,8 +2,8 @@
 
 TTFT/TPOT and tokens/s in ``result.json`` must be the detail log's values; accuracy from the
 accuracy log must equal a direct batch-of-1 generation, sample for sample. VALID verdicts
-depend on the machine's speed (min duration, TTFT/TPOT bounds), so those asserts are
-``timing``-marked; everything else gates.
+depend on the machine's speed (min duration, TTFT/TPOT bounds), so an INVALID for a speed
+condition alone is a ``timing_assert`` in a ``timing``-marked test; everything else gates.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from suite.logs import ACCURACY_LOG, DETAIL_LOG, parse_detail_log
 from suite.paths import find_paths
 from suite.reports.table import results_table
 from suite.results import TOKEN_KEYS, RunResult, Status
+from tests.support.timing import invalid_only_by_timing, timing_assert
 
 pytest.importorskip("torch", reason="the LLM backend needs torch (pip install -e '.[torch]')")
 
@@ -108,6 +109,8 @@ def test_results_table_shows_tokens_per_second_and_token_latencies(
 @pytest.mark.parametrize("name", ["offline", "server", "interactive"])
 def test_every_llm_scenario_is_valid_with_quick(runs: dict[str, RunResult], name: str) -> None:
     result = runs[name]
+    speed = invalid_only_by_timing([result])  # a FAILED run, LoadGen errors: a failure
+    timing_assert(not speed, f"{name} INVALID: {'; '.join(speed)}")
     assert result.status is Status.VALID, result.tests[0].performance
 
 

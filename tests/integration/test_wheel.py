@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from suite.results import RunResult
 from tests.conftest import REPO
+from tests.support.timing import invalid_only_by_timing, timing_assert
 
 DATA = ("run_rules", "scenarios", "reference_models")
 
@@ -95,6 +97,7 @@ def _digest(folder: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timing  # every quick demo test VALID depends on the machine's speed
 def test_installed_wheel_runs_the_demo_from_an_empty_directory(installed: Path,
                                                                 tmp_path: Path) -> None:
     work, home = tmp_path / "work", tmp_path / "home"
@@ -115,13 +118,16 @@ def test_installed_wheel_runs_the_demo_from_an_empty_directory(installed: Path,
                           capture_output=True, text=True, timeout=300, check=False)
     # A verdict, never an error: whether every quick test is VALID depends on the
     # machine's speed (issue 29: the demo sizes its tests from what the machine showed),
-    # so an INVALID demo is reported below, not gated on.
+    # so a demo INVALID for a speed condition alone is a timing miss (below); a failed
+    # test, an accuracy below its target or LoadGen errors fail here.
     assert demo.returncode in (0, 2), demo.stdout[-3000:] + demo.stderr[-3000:]
     runs = home / "data" / "infersuite" / "runs"
     results = sorted(runs.glob("*/result.json"))
     assert len(results) == 4, sorted(p.name for p in runs.iterdir())
     statuses = {json.loads(p.read_text())["status"] for p in results}
     assert statuses <= {"VALID", "INVALID"} and (demo.returncode == 0) == (statuses == {"VALID"})
+    speed = invalid_only_by_timing(RunResult.load(p) for p in results)
+    assert bool(speed) == (demo.returncode == 2), speed
     assert list(work.iterdir()) == []  # the state went to the user's directories
     assert _digest(package) == before  # and nothing into the installed package
 
@@ -143,7 +149,6 @@ def test_installed_wheel_runs_the_demo_from_an_empty_directory(installed: Path,
     bundles = list((home / "data" / "infersuite" / "submissions").glob("*.tar.gz"))
     assert len(bundles) == 1, package_run.stderr
     assert _digest(package) == before
-    if demo.returncode != 0:
-        invalid = [line for line in demo.stdout.splitlines() if "INVALID because" in line]
-        pytest.xfail("timing (reported, not gating): the demo's quick tests were INVALID on "
-                     f"this machine: {' | '.join(invalid)[:500]}")
+    invalid = [line for line in demo.stdout.splitlines() if "INVALID because" in line]
+    timing_assert(not speed, "the demo's quick tests were INVALID on this machine: "
+                  f"{' | '.join(invalid or speed)[:500]}")

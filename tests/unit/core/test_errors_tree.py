@@ -8,12 +8,17 @@ reports), an interface method (``base.py``, ``@abstractmethod``) ``NotImplemente
 else must be listed in ``PENDING`` with the reason it is not yet in the tree. That every
 exception class derives from ``SuiteError`` (an import of every module) is in
 tests/integration/test_errors_tree.py.
+
+The tree drawn in ``suite/errors.py``'s docstring is compared with the classes: every
+public ``SuiteError`` subclass (found by reading every module's source, then imported)
+under the parent it derives from, and no other name (issue 35).
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import re
 from pathlib import Path
 
 import suite
@@ -111,3 +116,94 @@ def test_errors_carry_exit_code_and_hint() -> None:
     # still caught where a ValueError was (payload parsing), and by the CLI as a SuiteError
     assert issubclass(EnvelopeError, ValueError) and issubclass(EnvelopeError, SuiteError)
 
+
+
+# -- the tree documented in suite/errors.py's docstring, against the classes -------------
+
+_BRANCH = re.compile(r"^(?P<rails>(?:│   |    )*)[├└]── (?P<name>\w+)")
+
+
+def documented_tree(doc: str) -> dict[str, str]:
+    """Each class of the drawn tree -> its parent: the lines after the ``SuiteError`` root,
+    up to the first blank line; a branch ``├── Name``/``└── Name`` is one level deeper per
+    ``│   ``/4 spaces before it, and a line without a branch continues a description."""
+    lines = doc.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == "SuiteError")
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    parents: dict[str, str] = {}
+    path = ["SuiteError"]
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        match = _BRANCH.match(line[indent:])
+        if match is None:
+            continue  # a description's second line
+        depth = len(match["rails"]) // 4 + 1
+        assert depth <= len(path), f"a branch deeper than its parent: {line!r}"
+        name = match["name"]
+        assert name not in parents, f"{name} is drawn twice"
+        parents[name] = path[depth - 1]
+        path[depth:] = [name]
+    return parents
+
+
+def _error_modules() -> list[str]:
+    """Modules that define a class deriving, by name, from SuiteError or one of its
+    subclasses (read from the source, so a module added by anyone is found)."""
+    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in ROOT.rglob("*.py")}
+    names, modules = {"SuiteError"}, set()
+    grew = True
+    while grew:
+        grew = False
+        for path, tree in trees.items():
+            for node in ast.walk(tree):
+                bases = {getattr(b, "id", getattr(b, "attr", "")) for b in
+                         getattr(node, "bases", [])}
+                if isinstance(node, ast.ClassDef) and bases & names and node.name not in names:
+                    names.add(node.name)
+                    modules.add(path)
+                    grew = True
+    return sorted(".".join(p.relative_to(ROOT.parent).with_suffix("").parts) for p in modules)
+
+
+def actual_tree() -> dict[str, str]:
+    """Each public SuiteError subclass -> its parent in the tree (the SuiteError base)."""
+    import importlib
+
+    for name in _error_modules():
+        importlib.import_module(name)
+    parents: dict[str, str] = {}
+
+    def walk(cls: type[SuiteError]) -> None:
+        for sub in cls.__subclasses__():
+            if not sub.__module__.startswith("suite."):
+                continue  # a test's own subclass
+            if not sub.__name__.startswith("_"):
+                [base] = [b for b in sub.__bases__ if issubclass(b, SuiteError)]
+                parents[sub.__name__] = base.__name__
+            walk(sub)
+
+    walk(SuiteError)
+    return parents
+
+
+def test_the_documented_exception_tree_is_the_classes() -> None:
+    import suite.errors
+
+    documented, actual = documented_tree(suite.errors.__doc__ or ""), actual_tree()
+    assert len(actual) > 10, sorted(actual)  # the modules were found and imported
+    missing = {k: v for k, v in actual.items() if k not in documented}
+    extra = sorted(set(documented) - set(actual))
+    moved = {k: f"drawn under {documented[k]}, derives from {v}"
+             for k, v in actual.items() if k in documented and documented[k] != v}
+    assert (missing, extra, moved) == ({}, [], {}), (
+        f"suite/errors.py's tree differs from the classes: missing {missing}, "
+        f"no such class {extra}, misplaced {moved}")
+
+
+def test_the_tree_parser_reads_depth_and_continuation_lines() -> None:
+    doc = ("text\n\n    SuiteError\n    ├── A          a\n    │   ├── B      b\n"
+           "    │   │                 b, continued\n    │   └── C\n    │       └── D\n"
+           "    └── E\n\nmore text ├── F\n")
+    assert documented_tree(doc) == {"A": "SuiteError", "B": "A", "C": "A", "D": "C",
+                                    "E": "SuiteError"}
