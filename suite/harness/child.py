@@ -351,6 +351,8 @@ def _adopt_test_dir(test_dir: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[0] == AWAIT_SPEC:
+        # Most runs are of tensor cards: their SUT's modules load while the parent lints.
+        kinds.preload(Kind.TENSOR)
         line = sys.stdin.readline().strip()  # the spec's path, once the parent wrote it
         if not line:
             return EXIT_COMPLETED  # EOF: the parent ran no test (bad input, or it exited)

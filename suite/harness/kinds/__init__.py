@@ -21,7 +21,7 @@ from suite.models import Kind, card_kind
 from suite.paths import Paths
 
 __all__ = ["STRATEGIES", "BuiltSut", "CompliancePlan", "KindStrategy", "Prepared",
-           "for_benchmark", "strategy"]
+           "for_benchmark", "preload", "strategy"]
 
 STRATEGIES: dict[Kind, str] = {
     Kind.TENSOR: "suite.harness.kinds.tensor:TensorKind",
@@ -42,3 +42,10 @@ def strategy(kind: Kind) -> KindStrategy:
 def for_benchmark(paths: Paths, benchmark: str) -> KindStrategy:
     """The strategy of the kind ``benchmark``'s card declares."""
     return strategy(card_kind(paths, benchmark))
+
+
+def preload(kind: Kind) -> None:
+    """Import what ``kind``'s child builds its SUT with (a child started early does this
+    while it waits for its spec)."""
+    for module in strategy(kind).child_modules:
+        importlib.import_module(module)

@@ -104,6 +104,9 @@ class KindStrategy(ABC):
     #: ``suite tune`` for this kind: ``"module:function"`` taking ``(TuneOptions, *, say,
     #: paths)`` and returning a ``TuneReport`` (named, so choosing it imports nothing).
     tuner: ClassVar[str]
+    #: Modules the child's ``build_sut`` imports: a child started early imports them while
+    #: it waits for its spec (``kinds.preload``), overlapping the parent's pre-flight.
+    child_modules: ClassVar[tuple[str, ...]] = ()
     #: Whether Server's latency bound is a query's (a tensor model) or the token latencies'.
     query_latency_bound: ClassVar[bool] = True
 

@@ -34,6 +34,9 @@ class TensorKind(KindStrategy):
     default_backend = "onnxruntime"
     tuner = "suite.harness.tune:tune"
     backend_hint = "use onnxruntime, torch, remote, simulated or null (see `suite backends`)"
+    child_modules = ("suite.datasets", "suite.harness.output_contract",
+                     "suite.harness.sut.loading", "suite.harness.sut.workers",
+                     "suite.postprocess")
 
     def prepare(self, config: RunConfig, paths: Paths,
                 on_progress: Callable[[str], ProgressCallback | None] | None
