@@ -162,7 +162,14 @@ class EndpointSystemUnderTest:
             "workers_reported": len(workers),
             # how the completed streams ended, as the server said (finish_reason)
             "finish_reasons": dict(self.client.finish_reasons),
+            "errors": self._errors(),
         }
+
+    def _errors(self) -> dict[str, int]:
+        """The run's error figures: requests that failed, and those sent again (each
+        one a connection the server closed unanswered)."""
+        return {"requests_failed": len(self.failures.failures),
+                "requests_resent": self.client.resent}
 
     def final_record(self) -> dict[str, Any]:
         """The run's record when the status is written: a run that ends without LoadGen
@@ -197,6 +204,7 @@ class EndpointSystemUnderTest:
                 "requests": self.client.requests, "sse_events": self.client.chunks,
                 "requests_resent": self.client.resent,
                 "finish_reasons": dict(self.client.finish_reasons),
+                "errors": self._errors(),
                 "tokens": self.tokens_out, "token_ids_from": dict(self.sources),
                 # CPU seconds of every client process (LoadGen's included) over the run
                 **({"cpu_s": round(self._cpu_spent[0] + worker_cpu, 6),
