@@ -25,6 +25,10 @@ HINT = ("start the engine (`suite serve tinylm --engine vllm` prints a URL) or f
 ANSWERED_HINT = ("the server is running and refused the request: read its log (overloaded, "
                  "still loading, or another model?) and retry when it serves")
 
+#: A server that answered 200 but not as the run needs (no stream, past max_tokens, ...).
+MISBEHAVED_HINT = ("the server answered, but not as an OpenAI-compatible engine serving this "
+                   "card must: check its options (streaming, max_tokens, the model it serves)")
+
 
 @dataclass
 class ServerRecord:
@@ -159,6 +163,9 @@ def _round_trip(settings: ClientSettings, url: str, prompt: list[int], encode: A
     finally:
         client.close()
     if outcome:
+        unreachable = any(word in outcome[0] for word in (
+            "cannot connect", "closed before a response", "(timeout)"))
         answered = f"{settings.path()}: sample 0 (query 0): HTTP " in outcome[0]
         raise BackendError(f"the pre-flight request failed: {outcome[0]}",
-                           hint=ANSWERED_HINT if answered else HINT)
+                           hint=HINT if unreachable else ANSWERED_HINT if answered
+                           else MISBEHAVED_HINT)
