@@ -136,7 +136,8 @@ class OpenAIBackend(EndpointGenerator):
             connect_timeout_s=o.connect_timeout_s, first_byte_timeout_s=o.first_byte_timeout_s,
             total_timeout_s=o.total_timeout_s, max_in_flight=o.max_in_flight,
             extra_body=dict(o.extra_body),
-            vocab_size=card.architecture.vocab_size if card.architecture else 1 << 31)
+            vocab_size=card.architecture.vocab_size if card.architecture else 1 << 31,
+            limit=card.generation.max_new_tokens)
 
     @property
     def client_workers(self) -> int:

@@ -100,6 +100,16 @@ class ClientSettings:
     #: Output ids at or above it are not the card tokenizer's (an engine serving another
     #: model, or garbage): the request fails.
     vocab_size: int = 1 << 31
+    #: The card's ``max_new_tokens``, which no response may pass whatever a request asked
+    #: (0: ``max_tokens``; the pre-flight asks for fewer).
+    limit: int = 0
+
+    def cap(self) -> int:
+        """The most output tokens a response may carry: what the request asked for
+        (``extra_body`` may ask for fewer), never past the card's limit."""
+        asked = self.extra_body.get("max_tokens", self.max_tokens)
+        limit = self.limit or self.max_tokens
+        return min(asked, limit) if isinstance(asked, int) and asked > 0 else limit
 
     def headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -157,7 +167,7 @@ class EndpointClient:
         self.chunks = 0
         self.requests = 0
         #: The cap every response is held to (``max_tokens``: what the card allows).
-        self.cap = settings.max_tokens
+        self.cap = settings.cap()
         #: How the completed streams ended (``finish_reason``: "length", "stop", ...).
         self.finish_reasons: dict[str, int] = {}
         self._failed = False  # after the first failure, nothing queued is sent
@@ -333,9 +343,9 @@ class EndpointClient:
         if not ids:
             raise StreamError("the server returned no output tokens")
         # The card's generation rule, on every response: what the engine was asked for.
-        if len(ids) > s.max_tokens:
+        if len(ids) > self.cap:
             raise StreamError(f"the server returned {len(ids)} output tokens, over "
-                              f"max_tokens {s.max_tokens} (the card's max_new_tokens)")
+                              f"max_tokens {self.cap} (the request's, at most the card's)")
         if len(ids) < s.min_tokens:
             raise StreamError(f"the server returned {len(ids)} output tokens, under "
                               f"min_tokens {s.min_tokens} (the card's min_new_tokens)")

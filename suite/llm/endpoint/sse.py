@@ -160,7 +160,7 @@ class SseRequest:
                 if len(state.ids) > cap or state.outputs > cap:
                     # Ended now, not at [DONE]: an endless stream must not grow memory.
                     raise StreamError(f"the server streamed more than {cap} output tokens "
-                                      f"(max_tokens: the card's max_new_tokens)")
+                                      f"(max_tokens: the request's, at most the card's)")
                 if not state.first_sent:
                     state.first_sent = self.client.first(self)
 
