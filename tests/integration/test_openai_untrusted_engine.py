@@ -239,3 +239,37 @@ def test_url_chooses_the_openai_backend_or_is_refused(tmp_path: Path) -> None:
     assert "the openai backend" in chosen.stderr, chosen.stderr
     result = RunResult.load(only_run_dir(tmp_path) / "result.json")
     assert result.backend == "openai" and result.tests[0].backend["details"]["urls"] == url
+
+
+@pytest.mark.parametrize("attempt", [1, 2])
+def test_ctrl_c_at_a_terminal_keeps_an_offline_runs_logs(tmp_path: Path, attempt: int) -> None:
+    """Ctrl-C at a terminal reaches the whole process group, the client processes too:
+    the run ends INTERRUPTED with its status and LoadGen's summary written."""
+    with synthetic("--tokens", "64", "--itl-ms", "100") as (url, _):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "suite", "run", *QUICK, "--url", url, "--scenario",
+             "offline", "--runs-dir", str(tmp_path), "--set", "backend.openai.client_workers=2"],
+            cwd=REPO, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and proc.poll() is None:
+                logs = list(tmp_path.glob("*/performance/mlperf_log_detail.txt"))
+                if logs and logs[0].stat().st_size > 0 and len(_client_workers(proc.pid)) == 2:
+                    break
+                time.sleep(0.05)
+            time.sleep(0.5)  # requests are streaming now
+            os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert proc.returncode == 130, out + err
+    run_dir = only_run_dir(tmp_path)
+    perf = run_dir / "performance"
+    status = json.loads((perf / "status.json").read_text())
+    assert status["status"] == "interrupted" and status["exit_code"] == 130, status
+    assert (perf / "mlperf_log_summary.txt").stat().st_size > 0
+    assert "BrokenPipeError" not in err and "Traceback" not in err, err
+    assert processes_mentioning(str(run_dir)) == []

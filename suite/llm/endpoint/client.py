@@ -5,16 +5,23 @@ One asyncio event loop (uvloop where installed) runs on its own thread beside Lo
 and each LoadGen sample becomes one ``stream: true`` request, sent to the server with
 the fewest outstanding. The response is Server-Sent Events, folded as it arrives by
 ``sse.SseRequest``: a ``data:`` line is decoded with orjson where installed, and
-``data: [DONE]`` ends it. The first chunk that carries output reports the first token;
-the end of the stream reports every output token id. This module owns the settings,
-the loop thread, the fan-out and the outcome of each request.
+``data: [DONE]`` ends it. The first output id, as soon as it is known, reports the first
+token (never a made-up one); the end of the stream reports every output token id. This
+module owns the settings, the loop thread, the fan-out and the outcome of each request.
+
+Every response is held to the card (``_finish``, and ``sse`` as the events arrive): no
+more tokens than the request asked for and never past the card's ``max_new_tokens`` (the
+request ends at the first event past it), at least ``min_tokens``, ids inside the card's
+vocabulary, and no ``finish_reason`` of ``abort`` or ``error`` (the others are counted in
+``finish_reasons``). After the first failure, nothing queued is sent.
 
 Token ids, in this order of preference (``TokenSource``):
 
 * ``engine``: the ids the server streams (vLLM's ``return_token_ids``: ``token_ids`` in
   each choice);
-* ``tokenizer``: the card's tokenizer on the streamed text, for engines that return no
-  ids (llama.cpp, ``transformers serve``).
+* ``tokenizer``: the card's tokenizer on the streamed text, without special tokens (a
+  Llama BOS was never generated), for engines that return no ids (llama.cpp,
+  ``transformers serve``).
 
 When the server reports usage (``stream_options.include_usage``), a completion-token
 count that differs from the ids received is an error, not a warning. Every failure

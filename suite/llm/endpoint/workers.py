@@ -8,7 +8,10 @@ holds the prompts (sent once at start) and answers with batches of events: ``f``
 (first token), ``d`` (done: ids and where they came from) and ``e`` (an error line).
 Events that happen in the same turn of a worker's loop travel together, so a busy worker
 sends one message for many completions. Each sample goes to the worker with the fewest
-outstanding.
+outstanding. A worker that dies (killed, crashed) fails every sample it held at once,
+naming it, and so the run; ``cancel`` tells every worker to send nothing more of what it
+has queued (the run failed). Workers ignore SIGINT and SIGTERM: a terminal's Ctrl-C
+reaches the whole process group, and the parent stops them itself (``close``).
 
 When it stops, each worker reports its own record (``process_record``): its pid, its CPU
 (user + system, ``getrusage(RUSAGE_SELF)``) in all and since the first sample it was sent,
