@@ -272,4 +272,7 @@ def test_ctrl_c_at_a_terminal_keeps_an_offline_runs_logs(tmp_path: Path, attempt
     assert status["status"] == "interrupted" and status["exit_code"] == 130, status
     assert (perf / "mlperf_log_summary.txt").stat().st_size > 0
     assert "BrokenPipeError" not in err and "Traceback" not in err, err
+    for log in run_dir.rglob("*.log"):  # the child's own output: no worker died of it
+        text = log.read_text(errors="replace")
+        assert "Traceback" not in text and "KeyboardInterrupt" not in text, (log, text)
     assert processes_mentioning(str(run_dir)) == []
