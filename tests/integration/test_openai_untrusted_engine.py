@@ -90,18 +90,20 @@ def test_a_misbehaving_engine_fails_the_run_and_the_run_directory_says_so(
 
 
 def test_after_the_first_failure_no_queued_request_is_sent(tmp_path: Path) -> None:
-    with synthetic("--tokens", "8", "--itl-ms", "2", "--fault", "http-429",
+    with synthetic("--tokens", "2", "--fault", "http-429",
                    "--fault-every", "5") as (url, _):
         code, out = run_openai(url, tmp_path, "--scenario", "offline",
-                               "--set", "backend.openai.client_workers=0",
-                               "--set", "backend.openai.max_in_flight=2")
+                               "--set", "backend.openai.client_workers=1",
+                               "--set", "backend.openai.max_in_flight=4")
         sent = received(url)
     assert code == 1 and "HTTP 429" in failure_text(only_run_dir(tmp_path)), out
     status = json.loads((only_run_dir(tmp_path) / "performance" / "status.json").read_text())
     issued = status["samples_completed"]
     print(f"{sent} requests reached the server; LoadGen issued {issued} samples")
-    # 2 pre-flights, the run's first 3 (the 3rd is the 429), and at most the 2 in flight
-    assert sent <= 7 < issued, (sent, issued)
+    # 2 pre-flights, the run's first 4 in flight (the 3rd is the 429), and the few started
+    # as others finished before the 429 arrived (measured: 8); then nothing: before, the
+    # client process went on through its queue until it was closed (26 and 28 of 64)
+    assert sent <= 12 < issued, (sent, issued)
 
 
 def test_options_that_change_what_the_engine_computes_are_named(tmp_path: Path) -> None:
