@@ -211,7 +211,8 @@ class ClientWorkers:
             for key in held:
                 del self._owner[key]
             self._outstanding[index] = 0
-        for key in [*held, *(keys or [])] or [-1]:  # -1: no sample, the run itself
+        held += [key for key in keys or [] if key not in held]
+        for key in held or [-1]:  # -1: no sample, the run itself
             self._on_error(key, message)
 
     def _read(self, index: int) -> None:

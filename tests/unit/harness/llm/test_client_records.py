@@ -203,6 +203,7 @@ def test_a_failure_stops_what_is_queued_and_a_dead_client_fails_the_run() -> Non
     sut.issue([10, 11], [0, 1])
     sut._error(10, "http://h/v1/completions: sample 0 (query 10): HTTP 429: busy")
     assert sut.client.cancelled  # type: ignore[attr-defined]  # nothing queued is sent
+    assert completer.completed == 2 and completer.done == []  # both answered empty
     assert sut.run_record()["errors"]["requests_failed"] == 1
     idle, _ = _sut()  # a client process died holding no sample: still the run's failure
     idle._error(-1, "endpoint client process 0 (pid 1) died (exit code -9)")
