@@ -67,6 +67,7 @@ class RuleId(StrEnum):
     COMP_DIR = "COMP-DIR"
     COMP_PASS = "COMP-PASS"
     CHECK_INTERNAL = "CHECK-INTERNAL"
+    RUN_STATUS = "RUN-STATUS"
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,10 @@ RULES: dict[RuleId, Rule] = {rule.id: rule for rule in [
     _r("COMP-DIR", "closed/network: every required compliance test dir with its files",
        "C-1 dir_exists_check"),
     _r("COMP-PASS", "compliance verification files say TEST PASS", "C-3, C-4"),
+    _r("RUN-STATUS", "a run directory: the run's own record (result.json, else STATUS) "
+       "says it completed; a FAILED or INTERRUPTED run's LoadGen logs are not evidence "
+       "(the samples answered empty at the failure count as completed there)",
+       "infersuite: a failed run is never a result"),
     _r("CHECK-INTERNAL", "suite check itself failed while evaluating a rule (a bug in the "
        "checker, not a verdict on the file); the traceback is in the finding",
        "infersuite: a missing verdict is a failure"),

@@ -268,6 +268,22 @@ def _check_result(ctx: ResultContext, report: CheckReport) -> None:
     report.rules_evaluated.extend(ctx.evaluated)
 
 
+def _run_failed(path: Path) -> tuple[str, str] | None:
+    """(the file, what it says) where a run directory's own record says the run did not
+    complete: result.json's status, or STATUS where no result was written."""
+    result, _ = read_json(path / "result.json")
+    if isinstance(result, dict) and result.get("status") in ("FAILED", "INTERRUPTED"):
+        tests = [t for t in result.get("tests") or [] if isinstance(t, dict)]
+        why = next((str(t.get("message") or "") for t in tests if t.get("message")), "")
+        return "result.json", f"{result['status']}: {why[:300]}"
+    status = path / "STATUS"
+    if not (path / "result.json").is_file() and status.is_file():
+        text = status.read_text(encoding="utf-8", errors="replace").strip()
+        if not text.startswith(("COMPLETED", "VALID", "INVALID")):
+            return "STATUS", text.splitlines()[0][:300] if text else "left no status"
+    return None
+
+
 def _check_run_dir(path: Path, rules: RuleSet, sub: SubmissionRules,
                    report: CheckReport, opts: _Options) -> None:
     config, _ = read_json(path / "config.json")
@@ -293,6 +309,11 @@ def _check_run_dir(path: Path, rules: RuleSet, sub: SubmissionRules,
                         model=resolved[1] if resolved else None, scenario=scenario,
                         dir_scenario=scenario.loadgen_name if scenario else None,
                         tree_mode=False, strict=not opts.compat, exceptions=opts.exceptions)
+    with ctx.rule(RuleId.RUN_STATUS, path / "result.json") as run:
+        if run and (failed := _run_failed(path)):
+            ctx.add(RuleId.RUN_STATUS, path / failed[0], f"the run {failed[1]}: its "
+                    "LoadGen logs say what LoadGen saw, not a result", expected="VALID",
+                    found=failed[1].split()[0], hint="fix the failure and run again")
     with ctx.rule(RuleId.TREE_LAYOUT, path / "config.json") as run:
         if run and (ctx.model is None or scenario is None):
             ctx.add(RuleId.TREE_LAYOUT, path / "config.json", "unknown benchmark or scenario",

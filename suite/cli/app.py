@@ -26,7 +26,7 @@ from rich.progress import (
 from rich.table import Table
 
 from suite.cli import console
-from suite.cli.options import find_run, runs_dir_option
+from suite.cli.options import backend_for_urls, find_run, runs_dir_option
 from suite.config.loader import ConfigRequest
 from suite.config.rules import DEFAULT_ROUND
 from suite.errors import SuiteError
@@ -252,6 +252,7 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
                 dataset_path: str | None, model_path: str | None, compliance: str | None,
                 reference: Path | None, force: bool) -> int:
     """Run one benchmark scenario through LoadGen."""
+    backend = backend_for_urls(backend, urls, given=backend is not None)  # type: ignore[assignment]
     flags = {
         "loadgen.target_qps": (target_qps, "--target-qps"),
         "loadgen.expected_qps": (expected_qps, "--expected-qps"),

@@ -63,3 +63,19 @@ def find_run(given: Path, runs_dir: Path | None) -> Path:
         except SuiteError:  # a broken SUITE_HOME: the path as given, named as missing
             return given
     return runs_dir / given if (runs_dir / given).is_dir() else given
+
+
+def backend_for_urls(backend: str | None, urls: tuple[str, ...], given: bool) -> str | None:
+    """``--url`` belongs to the ``openai`` backend: without ``--backend`` it chooses it (and
+    says so on stderr); with another ``--backend`` it is refused, never silently ignored."""
+    if not urls:
+        return backend
+    if given and backend != "openai":
+        from suite.errors import ConfigError
+
+        raise ConfigError(f"--url is an option of the openai backend, and this run's is "
+                          f"--backend {backend}",
+                          hint="drop --url, or run --backend openai --url URL")
+    if not given:
+        click.echo("--url: the openai backend (--backend openai) serves this run", err=True)
+    return "openai"

@@ -212,6 +212,7 @@ def _run_in(run_dir: Path, ready: ResolvedRun, prepared: Prepared,
             test = prepared.score(test, config)
         tests.append(test)
         if test.status in (Status.FAILED, Status.INTERRUPTED):
+            _mark_test_dir(test)
             break
     status = worst([t.status for t in tests])
     model = prepared.model
@@ -243,6 +244,24 @@ def _run_in(run_dir: Path, ready: ResolvedRun, prepared: Prepared,
     status_file.write_text(f"{result.status.value} (exit code {result.exit_code});{division} "
                            "see result.json\n")
     return result
+
+
+#: Beside LoadGen's logs of a test that did not complete, where their reader looks first.
+NOT_A_RESULT = "FAILED.txt"
+
+
+def _mark_test_dir(test: TestResult) -> None:
+    """Say in the test's directory that it FAILED (or was INTERRUPTED): LoadGen's own
+    summary may say ``Result is : VALID``, since the drain answers the outstanding samples
+    empty so that LoadGen can end; its bytes are LoadGen's and are left as they are."""
+    with contextlib.suppress(OSError):
+        (Path(test.directory) / NOT_A_RESULT).write_text(
+            f"This LoadGen test {test.status.value} (exit code {test.exit_code}): "
+            f"{test.message or 'see status.json'}\n"
+            "mlperf_log_summary.txt and mlperf_log_detail.txt here are what LoadGen saw, not "
+            "a result: the samples outstanding at the failure were answered empty so that "
+            "LoadGen could end, and count there as completed. `suite check` on the run "
+            "directory says FAILED (RUN-STATUS).\n", encoding="utf-8")
 
 
 def _now() -> str:

@@ -50,6 +50,14 @@ class CharTokenizer:
         except KeyError as exc:
             raise DatasetError(f"character {exc.args[0]!r} is not in the vocabulary") from None
 
+    @property
+    def vocab_size(self) -> int:
+        return len(self.chars)
+
+    def encode_text(self, text: str) -> list[int]:
+        """``encode``: one character is one id, with no special tokens to add."""
+        return self.encode(text)
+
     def decode(self, ids: list[int]) -> str:
         """Text of ``ids`` without EOS tokens (what accuracy compares)."""
         return "".join(self.chars[i] for i in ids if i != self.eos_id and 0 <= i < len(self.chars))
@@ -77,6 +85,11 @@ class HFTokenizer:
 
     def encode(self, text: str) -> list[int]:
         return list(self._tokenizer.encode(text).ids)
+
+    def encode_text(self, text: str) -> list[int]:
+        """The ids of generated text: without the special tokens (a Llama tokenizer's
+        BOS) that ``encode`` adds to a prompt, which no engine generated."""
+        return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def decode(self, ids: list[int]) -> str:
         return str(self._tokenizer.decode(ids, skip_special_tokens=True))

@@ -10,6 +10,7 @@ its TTFT and TPOT bounds, not to the whole-query latency bound, so it is explain
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from suite.logs import DetailLog
 from suite.results import PerformanceSummary
@@ -75,6 +76,22 @@ def explain(perf: PerformanceSummary, log: DetailLog | None = None) -> list[Expl
         found.append(Explanation("LoadGen logged errors",
                                  f"{perf.num_errors} error(s), first: {first}", advice))
     return found
+
+
+def client_notes(backend: dict[str, Any]) -> list[Explanation]:
+    """What an endpoint run's client did that a reader must weigh, whatever the verdict
+    (``backend``: the test's backend record, its ``run`` from the client): requests sent
+    again hide a server that closed a connection unanswered, maybe after reading it."""
+    run = backend.get("run") or {}
+    resent = run.get("requests_resent") if isinstance(run, dict) else None
+    if not isinstance(resent, int) or resent <= 0:
+        return []
+    return [Explanation(
+        "requests sent again",
+        f"{resent} request(s) were sent again on a new connection after the server closed "
+        "a kept-alive one without a byte of response (requests_resent)",
+        "read the server's log for those closes: a server that read a request and died "
+        "looks the same; its idle limit should exceed the client's 4 s keep-alive")]
 
 
 def _duration(perf: PerformanceSummary, scenario: Scenario, min_s: float) -> Explanation:

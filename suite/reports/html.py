@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from suite.errors import SuiteError
 from suite.logs import DETAIL_LOG, SUMMARY_LOG, parse_detail_log
-from suite.reports.explain import Explanation, explain
+from suite.reports.explain import Explanation, client_notes, explain
 from suite.results import RunResult, Status, TestResult, summarize_performance
 from suite.scenarios import Scenario
 from suite.version import __version__
@@ -192,6 +192,7 @@ def _test_view(run_dir: Path, test: TestResult) -> TestView:
         view.cdf_png = report_plots.latency_cdf(view.latency_ms, view.bound_ms, per_query)
     if test.status is Status.INVALID:
         view.explanations = explain(perf, log)  # the log: an LLM run's TTFT/TPOT bounds
+    view.explanations = [*view.explanations, *client_notes(test.backend)]
     return view
 
 

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from suite.logs import DETAIL_LOG, parse_detail_log
-from suite.reports.explain import explain
+from suite.reports.explain import client_notes, explain
 from suite.results import RunResult, Status, TestResult
 
 _STYLE = {Status.VALID: "green", Status.INVALID: "yellow", Status.FAILED: "red",
@@ -79,6 +79,7 @@ def _test_notes(test: TestResult) -> list[str]:
         detail = Path(test.directory) / DETAIL_LOG
         log = parse_detail_log(detail) if detail.is_file() else None
         notes += [f"INVALID because {item}" for item in explain(perf, log)]
+    notes += [str(item) for item in client_notes(test.backend)]
     acc = test.accuracy
     if acc is not None and acc.loadgen_errors:
         notes.append(f"the accuracy log has {len(acc.loadgen_errors)} LoadGen error(s)")

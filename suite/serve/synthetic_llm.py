@@ -11,7 +11,13 @@ Faults (``--fault``), each applied to every ``--fault-every``-th request (1: all
 ``http-500``, ``http-429``, ``cut`` (the connection closes mid-stream), ``bad-json``,
 ``no-done`` (the stream ends without ``[DONE]``), ``short-usage`` (usage reports one
 token more than streamed), ``stall`` (no data after the first chunk), ``die`` (the
-process exits mid-stream).
+process exits mid-stream), ``http-503``. Misbehaviours an engine may have:
+``overshoot`` (ignores ``max_tokens``: five times as many tokens, with matching usage),
+``endless`` (a stream that never ends), ``abort`` (``finish_reason: "abort"`` after 3
+tokens), ``no-ids`` (text without ``token_ids``), ``oov`` (ids past the vocabulary),
+``json-sse`` (the events with ``Content-Type: application/json``), ``redirect``
+(``/v1/models`` answers 302 to another host). ``GET /synthetic/requests`` says how many
+completion requests it received.
 
     python -m suite.serve.synthetic_llm --port 0 --ttft-ms 5 --itl-ms 1 --tokens 64
 """
@@ -27,8 +33,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-FAULTS = ("none", "http-500", "http-429", "cut", "bad-json", "no-done", "short-usage",
-          "stall", "die")
+FAULTS = ("none", "http-500", "http-429", "http-503", "cut", "bad-json", "no-done",
+          "short-usage", "stall", "die", "overshoot", "endless", "abort", "no-ids", "oov",
+          "json-sse", "redirect")
 
 
 @dataclass
@@ -67,7 +74,14 @@ def make_app(behaviour: Behaviour) -> Any:
     rng = random.Random(behaviour.seed)
     counter = itertools.count(1)
 
+    received = [0]
+
+    async def requests(request: web.Request) -> web.Response:
+        return web.json_response({"requests": received[0]})
+
     async def models(request: web.Request) -> web.Response:
+        if behaviour.fault == "redirect":
+            raise web.HTTPFound("http://192.0.2.1:9/v1/models")  # TEST-NET-1: elsewhere
         return web.json_response({"object": "list", "data": [
             {"id": behaviour.model, "object": "model", "owned_by": "synthetic",
              "max_model_len": 192}]})
@@ -77,19 +91,27 @@ def make_app(behaviour: Behaviour) -> Any:
 
     async def completions(request: web.Request) -> web.StreamResponse:
         body = await request.json()
+        received[0] += 1
         number = next(counter)
         fault = behaviour.fault if number % behaviour.fault_every == 0 else "none"
         if body.get("model") != behaviour.model:
             return web.json_response({"error": {"message": f"model {body.get('model')!r} "
                                       "does not exist", "code": 404}}, status=404)
-        if fault in ("http-500", "http-429"):
+        if fault in ("http-500", "http-429", "http-503"):
             status = int(fault[-3:])
             return web.json_response({"error": {"message": f"synthetic {status}"}},
                                      status=status)
         wanted = int(body.get("max_tokens") or behaviour.tokens)
         count = min(wanted, max(1, behaviour.tokens + rng.randint(-behaviour.tokens_jitter,
                                                                   behaviour.tokens_jitter)))
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        if fault == "overshoot":
+            count = wanted * 5
+        elif fault == "endless":
+            count = 1 << 60
+        elif fault == "abort":
+            count = min(count, 3)
+        kind = "application/json" if fault == "json-sse" else "text/event-stream"
+        response = web.StreamResponse(headers={"Content-Type": kind})
         await response.prepare(request)
         delay = (behaviour.ttft_ms + rng.uniform(0, behaviour.ttft_jitter_ms)) / 1000
         if delay:
@@ -98,10 +120,15 @@ def make_app(behaviour: Behaviour) -> Any:
         while sent < count:
             n = min(behaviour.chunk_tokens, count - sent)
             ids = [(sent + k) % (behaviour.vocab - 1) + 1 for k in range(n)]  # never EOS (0)
+            if fault == "oov":
+                ids = [behaviour.vocab + 5000 + i for i in ids]
             sent += n
-            chunk = {"id": f"cmpl-{number}", "object": "text_completion", "choices": [
-                {"index": 0, "text": "x" * n, "token_ids": ids,
-                 "finish_reason": "length" if sent >= count else None}]}
+            finish = ("abort" if fault == "abort" else "length") if sent >= count else None
+            choice: dict[str, Any] = {"index": 0, "text": "x" * n, "token_ids": ids,
+                                      "finish_reason": finish}
+            if fault == "no-ids":
+                del choice["token_ids"]
+            chunk = {"id": f"cmpl-{number}", "object": "text_completion", "choices": [choice]}
             if fault == "bad-json" and sent > n:
                 await response.write(b"data: {not json\n\n")
             else:
@@ -115,6 +142,8 @@ def make_app(behaviour: Behaviour) -> Any:
                 return response
             if behaviour.itl_ms and sent < count:
                 await asyncio.sleep(behaviour.itl_ms / 1000)
+            elif fault == "endless" and sent % 256 == 0:
+                await asyncio.sleep(0)  # the loop serves the others meanwhile
         usage = count + (1 if fault == "short-usage" else 0)
         await response.write(b"data: " + dumps({"id": f"cmpl-{number}", "choices": [],
                              "usage": {"prompt_tokens": len(body.get("prompt") or []),
@@ -127,6 +156,7 @@ def make_app(behaviour: Behaviour) -> Any:
     app = web.Application()
     app.router.add_get("/v1/models", models)
     app.router.add_get("/version", version)
+    app.router.add_get("/synthetic/requests", requests)
     app.router.add_post("/v1/completions", completions)
     return app
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from suite.cli.options import runs_dir_option
+from suite.cli.options import backend_for_urls, runs_dir_option
 
 
 @click.command("tune")
@@ -51,6 +51,8 @@ def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], syste
     from suite.cli.render import print_tune, stderr
 
     source = click.get_current_context().get_parameter_source
+    backend = str(backend_for_urls(backend, urls, given=source("backend")
+                                   is click.core.ParameterSource.COMMANDLINE))
     options = TuneOptions.from_text(
         scenarios=scenarios, batch_sizes=batch_sizes, worker_counts=worker_counts,
         worker_models=worker_models, quick=quick, benchmark=benchmark, backend=backend,

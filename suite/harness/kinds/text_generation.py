@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +67,7 @@ class TextGenerationKind(KindStrategy):
         sha = verify_weights(card)
         dataset = _dataset(card, config)
         reasons = _backend(config).preflight(card, dataset.prompts[0],
-                                             dataset.tokenizer.encode,
+                                             dataset.tokenizer.encode_text,
                                              dataset.tokenizer.decode)
         return TextGenerationPrepared(ModelIdentity(sha, "closed"), dataset.total_count,
                                       reasons, card=card, dataset=dataset)
@@ -144,10 +144,12 @@ def _endpoint_sut(backend: GeneratingBackend, card: LLMCard, config: RunConfig,
 
     endpoint = cast("EndpointGenerator", backend)  # its ``serving`` says so
     dataset = _dataset(card, config)
-    record = endpoint.probe(card, dataset.prompts[0], dataset.tokenizer.encode,
+    record = endpoint.probe(card, dataset.prompts[0], dataset.tokenizer.encode_text,
                             dataset.tokenizer.decode)
     workers = endpoint.client_workers
-    sut = EndpointSystemUnderTest(endpoint.settings(card), dataset, TokenCompleter(),
+    # Every output id is checked against the tokenizer the run decodes with.
+    settings = replace(endpoint.settings(card), vocab_size=dataset.tokenizer.vocab_size)
+    sut = EndpointSystemUnderTest(settings, dataset, TokenCompleter(),
                                   report_first_token=config.scenario is not Scenario.OFFLINE,
                                   on_drain=on_drain,
                                   workers=default_workers() if workers < 0 else workers)
@@ -160,7 +162,7 @@ def _endpoint_sut(backend: GeneratingBackend, card: LLMCard, config: RunConfig,
     # there from the start, so filling it never resizes the dict a status may be writing)
     backend_record = {**asdict(info), "run": {"client_workers": sut.workers}}
     sut.backend_record = backend_record
-    return BuiltSut(cast(SystemUnderTest, sut), backend_record)
+    return BuiltSut(cast(SystemUnderTest, sut), backend_record, sut.final_record)
 
 
 #: The SUT each way of serving tokens gets (``suite.llm.contract.Serving``).

@@ -65,8 +65,9 @@ class EndpointSystemUnderTest:
         self.client: EndpointClient | ClientWorkers = (
             ClientWorkers(settings, workers, dataset.prompts, tokenizer_spec(tokenizer),
                           first, self._done, self._error) if workers
-            else EndpointClient(settings, tokenizer.encode, tokenizer.decode, first,
+            else EndpointClient(settings, tokenizer.encode_text, tokenizer.decode, first,
                                 self._done, self._error))
+        self._stopped = False  # LoadGen has returned: nothing more reaches it
 
     # -- LoadGen's callbacks -----------------------------------------------------------
     def issue(self, ids: list[int], indices: list[int]) -> None:
@@ -95,12 +96,12 @@ class EndpointSystemUnderTest:
     # -- the client's callbacks (its loop thread) --------------------------------------
     def _first(self, key: int, ids: list[int]) -> None:
         with self._lock:
-            if key in self._outstanding:
+            if key in self._outstanding and not self._stopped:
                 self.completer.first_token(key, ids[0])
 
     def _done(self, key: int, ids: list[int], source: str) -> None:
         with self._lock:
-            if key not in self._outstanding:
+            if key not in self._outstanding or self._stopped:
                 return  # answered by a drain already
             self._outstanding.discard(key)
             self.completer.complete([(key, ids)])
@@ -110,7 +111,8 @@ class EndpointSystemUnderTest:
 
     def _error(self, key: int, message: str) -> None:
         with self._lock:
-            known = key in self._outstanding
+            # -1: not a sample's failure but the client's (a client process died idle)
+            known = key in self._outstanding or (key == -1 and not self._stopped)
         if not known:
             return
         self.failures.record("endpoint request failed", message, 1)
@@ -126,6 +128,8 @@ class EndpointSystemUnderTest:
         """Nothing more: requests start as LoadGen issues them."""
 
     def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
         if self._cpu_start is not None and self._cpu_spent is None:
             cpu, wall = self._cpu_start
             self._cpu_spent = (cpu_s() - cpu, time.perf_counter() - wall)
@@ -156,7 +160,25 @@ class EndpointSystemUnderTest:
                 streamed=self.client.requests if in_process else 0),
             "workers": workers,
             "workers_reported": len(workers),
+            # how the completed streams ended, as the server said (finish_reason)
+            "finish_reasons": dict(self.client.finish_reasons),
+            "errors": self._errors(),
         }
+
+    def _errors(self) -> dict[str, int]:
+        """The run's error figures: requests that failed, and those sent again (each
+        one a connection the server closed unanswered)."""
+        return {"requests_failed": len(self.failures.failures),
+                "requests_resent": self.client.resent}
+
+    def final_record(self) -> dict[str, Any]:
+        """The run's record when the status is written: a run that ends without LoadGen
+        returning (a failed Server run past its drain grace) stops the client here, so
+        its processes' counts are in it too."""
+        record = self.backend_record or {}
+        if "parent" not in record.get("run", {}):
+            self.stop()
+        return dict(record.get("run", {}))
 
     def drain(self) -> None:
         """Answer every outstanding sample now (no tokens) and every later one at once."""
@@ -167,6 +189,8 @@ class EndpointSystemUnderTest:
             self._outstanding.clear()
             if pending:
                 self.completer.complete_empty(pending)
+        if first:
+            self.client.cancel()  # nothing queued is sent any more
         if first and self._on_drain is not None:
             self._on_drain()
 
@@ -179,6 +203,8 @@ class EndpointSystemUnderTest:
         return {"kind": "endpoint", "client_workers": self.workers,
                 "requests": self.client.requests, "sse_events": self.client.chunks,
                 "requests_resent": self.client.resent,
+                "finish_reasons": dict(self.client.finish_reasons),
+                "errors": self._errors(),
                 "tokens": self.tokens_out, "token_ids_from": dict(self.sources),
                 # CPU seconds of every client process (LoadGen's included) over the run
                 **({"cpu_s": round(self._cpu_spent[0] + worker_cpu, 6),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
@@ -25,6 +26,12 @@ from suite.errors import ConfigError
 from suite.llm.card import LLMCard
 from suite.llm.contract import EndpointGenerator
 from suite.llm.endpoint.client import ClientSettings, TokenSource
+
+#: ``extra_body`` fields that change nothing the engine computes or the run counts; any
+#: other (temperature, top_p, top_k, seed, n, max_tokens, min_tokens, stop, ignore_eos,
+#: penalties, ...) makes the run not submittable, by name.
+NEUTRAL_FIELDS = frozenset({"user", "request_id", "priority", "logprobs", "top_logprobs",
+                            "return_token_ids"})
 
 
 class OpenAIOptions(BackendOptions):
@@ -76,6 +83,14 @@ class OpenAIOptions(BackendOptions):
                 url = url[:-3]
             if not url.startswith(("http://", "https://")):
                 raise ValueError(f"{url!r}: a URL starts with http:// or https://")
+            netloc = urlsplit(url).netloc
+            if "@" in netloc:
+                # Refused, not redacted: the URL is written to config.json, result.json,
+                # the child's spec and status.json, and a bundle. Named without its secret.
+                host = netloc.rpartition("@")[2]
+                raise ValueError(f"a URL with credentials (user:password@{host}) is refused: "
+                                 "they would be written to the run's records; give the key "
+                                 "with backend.openai.api_key_env")
             out.append(url)
         return out
 
@@ -120,7 +135,9 @@ class OpenAIBackend(EndpointGenerator):
             api_key=self.api_key(), verify_tls=not o.insecure,
             connect_timeout_s=o.connect_timeout_s, first_byte_timeout_s=o.first_byte_timeout_s,
             total_timeout_s=o.total_timeout_s, max_in_flight=o.max_in_flight,
-            extra_body=dict(o.extra_body))
+            extra_body=dict(o.extra_body),
+            vocab_size=card.architecture.vocab_size if card.architecture else 1 << 31,
+            limit=card.generation.max_new_tokens)
 
     @property
     def client_workers(self) -> int:
@@ -133,5 +150,32 @@ class OpenAIBackend(EndpointGenerator):
         ``BackendError``, exit 1, otherwise); the reasons the options make the run not
         submittable."""
         self.probe(card, prompt, encode, decode)
-        return (["backend.openai.insecure = true: the servers' TLS certificates were not "
-                 "verified"] if self.opts.insecure else [])
+        return self.unsubmittable(card)
+
+    def unsubmittable(self, card: LLMCard) -> list[str]:
+        """Why these options make the run not submittable: each one that changes what
+        the engine computes or how the output is counted, by its name."""
+        o = self.opts
+        reasons = [f"backend.openai.extra_body.{key} = {value!r}: it changes what the "
+                   f"engine computes (the card: {card.generation.decoding}, "
+                   f"{card.generation.min_new_tokens} to {card.generation.max_new_tokens} "
+                   "tokens)" for key, value in o.extra_body.items()
+                   if key not in NEUTRAL_FIELDS]
+        if o.api == "chat":
+            reasons.append("backend.openai.api = \"chat\": the server applies a chat "
+                           "template, so the prompt is not the dataset's")
+        if o.prompt_as == "text" and card.dataset.tokens_field:
+            reasons.append("backend.openai.prompt_as = \"text\": the card's prompts are "
+                           f"token ids ({card.dataset.tokens_field}); the server "
+                           "tokenizes text itself")
+        if o.token_source == "tokenizer":
+            reasons.append("backend.openai.token_source = \"tokenizer\": the output ids "
+                           "are the card tokenizer's reading of the text, not the engine's")
+        if not o.min_tokens_field:
+            reasons.append("backend.openai.min_tokens_field = false: the card's "
+                           f"min_new_tokens ({card.generation.min_new_tokens}) is not asked of "
+                           "the engine")
+        if o.insecure:
+            reasons.append("backend.openai.insecure = true: the servers' TLS certificates "
+                           "were not verified")
+        return reasons

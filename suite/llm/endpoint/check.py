@@ -21,6 +21,13 @@ from suite.llm.endpoint.client import ClientSettings, EndpointClient, scrub
 
 HINT = ("start the engine (`suite serve tinylm --engine vllm` prints a URL) or fix "
         "backend.openai.urls / --url")
+#: A server that answers with an HTTP error is running: starting it is not the fix.
+ANSWERED_HINT = ("the server is running and refused the request: read its log (overloaded, "
+                 "still loading, or another model?) and retry when it serves")
+
+#: A server that answered 200 but not as the run needs (no stream, past max_tokens, ...).
+MISBEHAVED_HINT = ("the server answered, but not as an OpenAI-compatible engine serving this "
+                   "card must: check its options (streaming, max_tokens, the model it serves)")
 
 
 @dataclass
@@ -87,11 +94,19 @@ def _describe(settings: ClientSettings, url: str, timeout_s: float) -> ServerRec
         headers = settings.headers()
         async with aiohttp.ClientSession(timeout=timeout, headers=headers) as session:
             ssl = settings.verify_tls
-            async with session.get(f"{url}/v1/models", ssl=ssl) as response:
+            # Redirects are not followed: the answers recorded are this URL's, never
+            # another host's.
+            async with session.get(f"{url}/v1/models", ssl=ssl,
+                                   allow_redirects=False) as response:
+                if 300 <= response.status < 400:
+                    raise BackendError(
+                        f"{url}/v1/models: HTTP {response.status} redirects to "
+                        f"{response.headers.get('Location', '(no Location)')!r}; redirects "
+                        "are not followed", hint="give the server's own URL with --url")
                 if response.status != 200:
                     body = (await response.content.read(500)).decode("utf-8", "replace")
                     raise BackendError(f"{url}/v1/models: HTTP {response.status}: "
-                                       f"{body.strip()[:300]}", hint=HINT)
+                                       f"{body.strip()[:300]}", hint=ANSWERED_HINT)
                 listed = await response.json(content_type=None)
                 server_header = response.headers.get("Server", "")
             models = [m for m in (listed or {}).get("data", []) if isinstance(m, dict)]
@@ -103,7 +118,8 @@ def _describe(settings: ClientSettings, url: str, timeout_s: float) -> ServerRec
                                    hint="set backend.openai.model to the served name")
             version = ""
             try:  # vLLM answers /version; other engines may not, and that is recorded
-                async with session.get(f"{url}/version", ssl=ssl) as response:
+                async with session.get(f"{url}/version", ssl=ssl,
+                                       allow_redirects=False) as response:
                     if response.status == 200:
                         data = await response.json(content_type=None)
                         version = str(data.get("version", "")) if isinstance(data, dict) else ""
@@ -147,4 +163,9 @@ def _round_trip(settings: ClientSettings, url: str, prompt: list[int], encode: A
     finally:
         client.close()
     if outcome:
-        raise BackendError(f"the pre-flight request failed: {outcome[0]}", hint=HINT)
+        unreachable = any(word in outcome[0] for word in (
+            "cannot connect", "closed before a response", "(timeout)"))
+        answered = f"{settings.path()}: sample 0 (query 0): HTTP " in outcome[0]
+        raise BackendError(f"the pre-flight request failed: {outcome[0]}",
+                           hint=HINT if unreachable else ANSWERED_HINT if answered
+                           else MISBEHAVED_HINT)

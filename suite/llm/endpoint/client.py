@@ -5,16 +5,23 @@ One asyncio event loop (uvloop where installed) runs on its own thread beside Lo
 and each LoadGen sample becomes one ``stream: true`` request, sent to the server with
 the fewest outstanding. The response is Server-Sent Events, folded as it arrives by
 ``sse.SseRequest``: a ``data:`` line is decoded with orjson where installed, and
-``data: [DONE]`` ends it. The first chunk that carries output reports the first token;
-the end of the stream reports every output token id. This module owns the settings,
-the loop thread, the fan-out and the outcome of each request.
+``data: [DONE]`` ends it. The first output id, as soon as it is known, reports the first
+token (never a made-up one); the end of the stream reports every output token id. This
+module owns the settings, the loop thread, the fan-out and the outcome of each request.
+
+Every response is held to the card (``_finish``, and ``sse`` as the events arrive): no
+more tokens than the request asked for and never past the card's ``max_new_tokens`` (the
+request ends at the first event past it), at least ``min_tokens``, ids inside the card's
+vocabulary, and no ``finish_reason`` of ``abort`` or ``error`` (the others are counted in
+``finish_reasons``). After the first failure, nothing queued is sent.
 
 Token ids, in this order of preference (``TokenSource``):
 
 * ``engine``: the ids the server streams (vLLM's ``return_token_ids``: ``token_ids`` in
   each choice);
-* ``tokenizer``: the card's tokenizer on the streamed text, for engines that return no
-  ids (llama.cpp, ``transformers serve``).
+* ``tokenizer``: the card's tokenizer on the streamed text, without special tokens (a
+  Llama BOS was never generated), for engines that return no ids (llama.cpp,
+  ``transformers serve``).
 
 When the server reports usage (``stream_options.include_usage``), a completion-token
 count that differs from the ids received is an error, not a warning. Every failure
@@ -97,6 +104,19 @@ class ClientSettings:
     total_timeout_s: float = 600.0
     max_in_flight: int = 128
     extra_body: dict[str, Any] = field(default_factory=dict)
+    #: Output ids at or above it are not the card tokenizer's (an engine serving another
+    #: model, or garbage): the request fails.
+    vocab_size: int = 1 << 31
+    #: The card's ``max_new_tokens``, which no response may pass whatever a request asked
+    #: (0: ``max_tokens``; the pre-flight asks for fewer).
+    limit: int = 0
+
+    def cap(self) -> int:
+        """The most output tokens a response may carry: what the request asked for
+        (``extra_body`` may ask for fewer), never past the card's limit."""
+        asked = self.extra_body.get("max_tokens", self.max_tokens)
+        limit = self.limit or self.max_tokens
+        return min(asked, limit) if isinstance(asked, int) and asked > 0 else limit
 
     def headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -153,6 +173,11 @@ class EndpointClient:
         self._thread: threading.Thread | None = None
         self.chunks = 0
         self.requests = 0
+        #: The cap every response is held to (``max_tokens``: what the card allows).
+        self.cap = settings.cap()
+        #: How the completed streams ended (``finish_reason``: "length", "stop", ...).
+        self.finish_reasons: dict[str, int] = {}
+        self._failed = False  # after the first failure, nothing queued is sent
 
     # -- the loop thread ---------------------------------------------------------------
     def start(self) -> None:
@@ -202,7 +227,7 @@ class EndpointClient:
 
     def _pump(self) -> None:
         pending, limit = self._pending, self.settings.max_in_flight
-        while pending and self._in_flight < limit and not self._closing:
+        while pending and self._in_flight < limit and not self._closing and not self._failed:
             self._in_flight += 1
             self._begin(*pending.popleft())
 
@@ -225,6 +250,15 @@ class EndpointClient:
             return
         self._pools[request.url].request(request, body)
 
+    def cancel(self) -> None:
+        """Send nothing more of what is queued (the run failed); thread-safe."""
+        if self._loop is not None and self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._stop_sending)
+
+    def _stop_sending(self) -> None:
+        self._failed = True
+        self._pending.clear()
+
     def report(self, request: SseRequest, error: BaseException | None) -> None:
         """Tell LoadGen's side how ``request`` ended, once."""
         request.reported = True
@@ -238,8 +272,18 @@ class EndpointClient:
             except StreamError as exc:
                 error = exc
             else:
+                reason = request.state.finish_reason or "unreported"
+                self.finish_reasons[reason] = self.finish_reasons.get(reason, 0) + 1
+                if self._on_first is not None and not request.state.first_sent:
+                    # LoadGen needs the first token before the sample completes: the
+                    # real one, now known (never a made-up id).
+                    request.state.first_sent = True
+                    self._on_first(request.key, ids)
                 self._on_done(request.key, ids, source)
                 return
+        # The run fails on this: what is still queued is not sent (it would only load
+        # a server that is failing, and its answers are not used).
+        self._stop_sending()
         if isinstance(error, StreamError):
             self._on_error(request.key, scrub(f"{where}: {error}", self.settings))
         else:
@@ -269,9 +313,16 @@ class EndpointClient:
         if self._pending:
             self._pump()
 
-    def first(self, request: SseRequest) -> None:
-        if self._on_first is not None:
-            self._on_first(request.key, self._ids(request.state) or [0])
+    def first(self, request: SseRequest) -> bool:
+        """Report the first output token if it is known yet (True once reported): a
+        chunk of text without ids waits for the first id, never a made-up one."""
+        if self._on_first is None:
+            return True
+        ids = self._ids(request.state)
+        if not ids:
+            return False
+        self._on_first(request.key, ids)
+        return True
 
     def _ids(self, state: StreamState) -> list[int]:
         if self.settings.token_source == "engine":
@@ -283,15 +334,28 @@ class EndpointClient:
         if s.token_source == "engine" and state.text and not state.ids:
             raise StreamError("the server streamed text but no token ids; set "
                               "backend.openai.token_source = \"tokenizer\" for this engine")
+        if state.finish_reason in ("abort", "error"):
+            raise StreamError(f"the server ended the stream with finish_reason "
+                              f"'{state.finish_reason}' after {state.outputs} output events")
         ids = self._ids(state)
         # Checked in C (a set of types, min and max), not element by element in Python.
         if ids and (set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) >= 1 << 31):
             raise StreamError(f"'token_ids' holds something other than token ids: {ids[:20]}")
+        if ids and max(ids) >= s.vocab_size:
+            raise StreamError(f"token id {max(ids)} is outside the card's vocabulary "
+                              f"({s.vocab_size} tokens): the server serves another model")
         if state.usage is not None and state.usage != len(ids):
             raise StreamError(f"the server reports {state.usage} completion tokens but "
                               f"streamed {len(ids)} ({s.token_source} ids)")
         if not ids:
             raise StreamError("the server returned no output tokens")
+        # The card's generation rule, on every response: what the engine was asked for.
+        if len(ids) > self.cap:
+            raise StreamError(f"the server returned {len(ids)} output tokens, over "
+                              f"max_tokens {self.cap} (the request's, at most the card's)")
+        if len(ids) < s.min_tokens:
+            raise StreamError(f"the server returned {len(ids)} output tokens, under "
+                              f"min_tokens {s.min_tokens} (the card's min_new_tokens)")
         return ids, s.token_source
 
     @property

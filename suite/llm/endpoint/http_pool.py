@@ -42,7 +42,7 @@ class Exchange(Protocol):
     """One request's side of a connection (what the parser reports, in order)."""
 
     def sent(self, conn: Connection) -> None: ...
-    def head(self, status: int) -> None: ...
+    def head(self, status: int, content_type: str) -> None: ...
     def body(self, data: bytes) -> None: ...
     def complete(self) -> None: ...
     def lost(self, exc: BaseException) -> None: ...
@@ -64,6 +64,7 @@ class Connection(asyncio.Protocol):
         self.served = 0  # responses completed on this connection
         self.answered = False  # a byte of the current exchange's response has arrived
         self.request = b""  # the current exchange's bytes, kept to send again (see above)
+        self.content_type = b""  # the current response's Content-Type
 
     # -- asyncio's side ----------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -106,9 +107,14 @@ class Connection(asyncio.Protocol):
             exchange.lost(exc or ConnectionResetError("the server closed the connection"))
 
     # -- httptools' side ---------------------------------------------------------------
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() == b"content-type":
+            self.content_type = value
+
     def on_headers_complete(self) -> None:
         if self.exchange is not None:
-            self.exchange.head(self.parser.get_status_code())
+            self.exchange.head(self.parser.get_status_code(),
+                               self.content_type.decode("latin-1"))
 
     def on_body(self, body: bytes) -> None:
         self.pieces.append(body)
@@ -132,6 +138,7 @@ class Connection(asyncio.Protocol):
     def send(self, exchange: Exchange, request: bytes) -> None:
         assert self.transport is not None
         self.exchange, self.request, self.answered = exchange, request, False
+        self.content_type = b""
         exchange.sent(self)
         self.transport.write(request)
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 ERROR_BODY_LIMIT = 2048  # bytes of an error response shown: evidence, not a flood
 MAX_EVENT_BYTES = 1 << 22  # one SSE line: a server that never ends a line is refused
+STREAM_TYPE = "text/event-stream"
 
 
 class StreamError(BackendError):
@@ -39,6 +40,9 @@ class StreamState:
     usage: int | None = None
     finish_reason: str | None = None
     chunks: int = 0
+    #: events that carried output: each carries one token at least, so more of them than
+    #: the cap proves a response past it even where the ids come later (tokenizer mode)
+    outputs: int = 0
     first_sent: bool = False
 
 
@@ -72,6 +76,7 @@ def read_event(state: StreamState, payload: Any, chat: bool) -> bool:
         if choice.get("finish_reason"):
             state.finish_reason = choice["finish_reason"]
     state.chunks += 1
+    state.outputs += carried
     return carried
 
 
@@ -81,8 +86,9 @@ class Client(Protocol):
     loads: Callable[[bytes], Any]
     time: Callable[[], float]  # the loop's clock
     timeouts: tuple[float, float]  # (first byte, total), seconds
+    cap: int  # the most output tokens a response may carry (the card's max_new_tokens)
 
-    def first(self, request: SseRequest) -> None: ...
+    def first(self, request: SseRequest) -> bool: ...
     def watch(self, request: SseRequest) -> None: ...
     def report(self, request: SseRequest, error: BaseException | None) -> None: ...
     def settle(self, request: SseRequest) -> None: ...
@@ -114,9 +120,14 @@ class SseRequest:
         self.conn = conn
         self.client.watch(self)
 
-    def head(self, status: int) -> None:
+    def head(self, status: int, content_type: str) -> None:
         self.status = status
         self.last = self.client.time()
+        if status == 200 and content_type.partition(";")[0].strip().lower() != STREAM_TYPE:
+            # A JSON body (or anything else) shaped like events is not a stream: a
+            # server that ignores ``stream: true`` answers so.
+            raise StreamError(f"the server answered 200 with Content-Type "
+                              f"{content_type or '(none)'!r}, not a stream ({STREAM_TYPE})")
 
     def body(self, data: bytes) -> None:
         self.last = self.client.time()
@@ -144,9 +155,14 @@ class SseRequest:
                 payload = loads(event)
             except ValueError as exc:
                 raise StreamError(f"malformed JSON in an event: {event[:200]!r}") from exc
-            if read_event(state, payload, self.chat) and not state.first_sent:
-                state.first_sent = True
-                self.client.first(self)
+            if read_event(state, payload, self.chat):
+                cap = self.client.cap
+                if len(state.ids) > cap or state.outputs > cap:
+                    # Ended now, not at [DONE]: an endless stream must not grow memory.
+                    raise StreamError(f"the server streamed more than {cap} output tokens "
+                                      f"(max_tokens: the request's, at most the card's)")
+                if not state.first_sent:
+                    state.first_sent = self.client.first(self)
 
     def complete(self) -> None:
         if not self.reported:

@@ -8,7 +8,10 @@ holds the prompts (sent once at start) and answers with batches of events: ``f``
 (first token), ``d`` (done: ids and where they came from) and ``e`` (an error line).
 Events that happen in the same turn of a worker's loop travel together, so a busy worker
 sends one message for many completions. Each sample goes to the worker with the fewest
-outstanding.
+outstanding. A worker that dies (killed, crashed) fails every sample it held at once,
+naming it, and so the run; ``cancel`` tells every worker to send nothing more of what it
+has queued (the run failed). Workers ignore SIGINT and SIGTERM: a terminal's Ctrl-C
+reaches the whole process group, and the parent stops them itself (``close``).
 
 When it stops, each worker reports its own record (``process_record``): its pid, its CPU
 (user + system, ``getrusage(RUSAGE_SELF)``) in all and since the first sample it was sent,
@@ -23,6 +26,7 @@ import contextlib
 import multiprocessing
 import os
 import resource
+import signal
 import threading
 import time
 from collections.abc import Sequence
@@ -66,6 +70,10 @@ def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]]
     """A worker process: stream what the parent sends, send back batches of events."""
     from suite.llm.dataset import tokenizer_from_spec
 
+    # A Ctrl-C or a SIGTERM to the run's process group is the parent's to handle: it
+    # stops the workers itself (``close``), and a worker killed by it would look dead.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     tokenizer = tokenizer_from_spec(spec)
     out: list[tuple[Any, ...]] = []
     lock = threading.Lock()
@@ -76,7 +84,10 @@ def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]]
             batch = out[:]
             out.clear()
         if batch:
-            conn.send(batch)
+            # The parent stopped (the run is stopping): its pipe is gone, and what is
+            # left to say has no reader. Never an error in the worker's loop.
+            with contextlib.suppress(OSError):
+                conn.send(batch)
 
     def push(event: tuple[Any, ...]) -> None:
         with lock:
@@ -85,7 +96,7 @@ def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]]
         if first:  # one send for everything this turn of the loop produces
             asyncio.get_running_loop().call_soon(flush)
 
-    client = EndpointClient(settings, tokenizer.encode, tokenizer.decode,
+    client = EndpointClient(settings, tokenizer.encode_text, tokenizer.decode,
                             lambda key, ids: push(("f", key, ids[0])),
                             lambda key, ids, source: push(("d", key, ids, source)),
                             lambda key, message: push(("e", key, message)))
@@ -96,6 +107,9 @@ def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]]
             items = conn.recv()
             if items is None:
                 break
+            if items == "cancel":  # the run failed: nothing queued is sent
+                client.cancel()
+                continue
             if not started:
                 started.append(cpu_s())
             client.submit([(key, sample, prompts[sample]) for key, sample in items])
@@ -104,8 +118,9 @@ def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]]
     finally:
         client.close()
         record = process_record("worker", started[0] if started else None, client.requests,
-                                client.chunks, index=index, resent=client.resent)
-        with contextlib.suppress(OSError, BrokenPipeError):
+                                client.chunks, index=index, resent=client.resent,
+                                finish_reasons=dict(client.finish_reasons))
+        with contextlib.suppress(OSError):
             flush()
             conn.send([("stats", record)])
         conn.close()
@@ -128,6 +143,8 @@ class ClientWorkers:
         self._owner: dict[int, int] = {}
         self._lock = threading.Lock()
         self.requests = self.chunks = self.resent = 0
+        self.finish_reasons: dict[str, int] = {}
+        self._closing = False
         self.worker_cpu_s = 0.0
         #: Each worker's ``process_record`` as it stopped (see the module docstring).
         self.records: list[dict[str, Any]] = []
@@ -167,7 +184,36 @@ class ClientWorkers:
                 self._owner[key] = worker
                 by_worker.setdefault(worker, []).append((key, index))
         for worker, batch in by_worker.items():
-            self._conns[worker].send(batch)
+            try:
+                self._conns[worker].send(batch)
+            except OSError:  # the worker is dead: its reader reports it (``_died``)
+                self._died(worker, [key for key, _ in batch])
+
+    def cancel(self) -> None:
+        """Every worker stops sending what it has queued (the run failed)."""
+        for conn in self._conns:
+            with contextlib.suppress(OSError):
+                conn.send("cancel")
+
+    def _died(self, index: int, keys: list[int] | None = None) -> None:
+        """Worker ``index`` is gone before it said it stopped: every sample it holds
+        fails (and so the run), at once, naming it."""
+        if self._closing:
+            return
+        proc = self._procs[index] if index < len(self._procs) else None
+        if proc is not None:
+            proc.join(timeout=0.5)  # reaped, and its exit code known
+        code = proc.exitcode if proc is not None else None
+        message = (f"endpoint client process {index} (pid {getattr(proc, 'pid', '?')}) "
+                   f"died (exit code {code})")
+        with self._lock:
+            held = [key for key, owner in self._owner.items() if owner == index]
+            for key in held:
+                del self._owner[key]
+            self._outstanding[index] = 0
+        held += [key for key in keys or [] if key not in held]
+        for key in held or [-1]:  # -1: no sample, the run itself
+            self._on_error(key, message)
 
     def _read(self, index: int) -> None:
         conn, ready, received = self._conns[index], False, 0
@@ -199,6 +245,9 @@ class ClientWorkers:
                             self.requests += record["requests"]
                             self.chunks += record["chunks"]
                             self.resent += record["resent"]
+                            for reason, n in record["finish_reasons"].items():
+                                self.finish_reasons[reason] = (
+                                    self.finish_reasons.get(reason, 0) + n)
                             self.records.append(record)
                             self.records.sort(key=lambda r: int(r["index"]))
                         return
@@ -206,9 +255,12 @@ class ClientWorkers:
             if not ready:
                 with contextlib.suppress(threading.BrokenBarrierError):
                     self._ready.abort()
+            else:  # it ended without its stats: killed, or crashed
+                self._died(index)
 
     def close(self) -> None:
         """Stop every worker (they cancel what is in flight) and collect their stats."""
+        self._closing = True
         for conn in self._conns:
             with contextlib.suppress(OSError, BrokenPipeError):
                 conn.send(None)

@@ -41,11 +41,23 @@ _ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", 
 _CLASS_MODULES = ("pandas", "pandas.arrays")
 
 
+class _ArrowColumns(pickle.UnpicklingError):
+    """A DataFrame pickle whose columns need pyarrow (see ``find_class``)."""
+
+
 class _DataFrameUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if ((module, name) in _ALLOWED or module.startswith(_ALLOWED_PREFIXES)
                 or (module in _CLASS_MODULES and name[:1].isupper())):
             return super().find_class(module, name)
+        if module.split(".")[0] == "pyarrow":
+            # What it is, not a threat: pandas >= 3 stores text columns in pyarrow where
+            # pyarrow is installed, and pyarrow's classes are not admitted here.
+            raise _ArrowColumns(
+                f"a DataFrame whose columns are pyarrow arrays (it names {module}."
+                f"{name}: pandas 3 stores text so where pyarrow is installed); this reader "
+                "admits numpy-backed columns only: save it again after "
+                "pd.set_option('future.infer_string', False), or give the official file")
         raise pickle.UnpicklingError(f"it names {module}.{name}, which a pandas DataFrame "
                                      "does not need (refused: unpickling can run code)")
 
@@ -90,6 +102,8 @@ def _rows(path: Path, fmt: str) -> list[dict[str, Any]]:
     try:
         with path.open("rb") as handle:
             frame = _DataFrameUnpickler(handle).load()
+    except _ArrowColumns as exc:
+        raise DatasetError(f"{path}: {exc}", hint=_HINT) from None
     except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError,
             ValueError, IndexError) as exc:
         raise DatasetError(f"{path}: not a pandas DataFrame pickle: {exc}", hint=_HINT) from None
@@ -132,6 +146,11 @@ def parse(path: Path, fmt: str, prompt_field: str, tokens_field: str,
                     or not all(isinstance(i, int | np.integer) and i >= 0 for i in ids)):
                 raise DatasetError(f"{path}: record {index}: field '{tokens_field}' is not a "
                                    "non-empty list of token ids", hint=_HINT)
+            if (top := max(int(i) for i in ids)) >= 1 << 31:
+                # LoadGen's and the engines' token ids are int32: this is no token id.
+                raise DatasetError(f"{path}: record {index}: field '{tokens_field}' holds "
+                                   f"{top}, which is 2^31 or more: not a token id",
+                                   hint=_HINT)
             tokens.append([int(i) for i in ids])
     return Records(texts, tokens if tokens_field else None, references, file_sha256(path))
 

@@ -61,6 +61,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(5)
             return
         self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
         self.send_header("Content-Length", "1000000")
         self.end_headers()
         for _ in range(100):

@@ -182,3 +182,35 @@ def test_a_downloader_md5_list_beside_the_file_is_checked_and_recorded(tmp_path:
     data.write_text("[ ]")
     with pytest.raises(DatasetError, match=r"differs from .*not the official file"):
         downloader_checksum(data)
+
+
+def _frame(ids: list[int]) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    return pd.DataFrame({"input": ["x"], "tok_input": [np.array(ids, dtype=np.int64)],
+                         "output": ["y"]})
+
+
+@pytest.mark.parametrize("name", ["big.json", "big.pkl"])
+def test_a_token_id_of_2_31_or_more_is_one_line_not_an_overflow(tmp_path: Path,
+                                                                name: str) -> None:
+    ids = [5, 1 << 31]
+    path = _write(tmp_path / name, [{"input": "x", "tok_input": ids, "output": "y"}]
+                  if name.endswith(".json") else _frame(ids))
+    fmt = "json-records" if name.endswith(".json") else "pandas-pickle"
+    with pytest.raises(DatasetError, match=r"holds 2147483648, which is 2\^31 or more") as raised:
+        round_data.load(path, fmt, "input", "tok_input", "output", tmp_path / "cache")
+    assert str(path) in str(raised.value) and "record 0" in str(raised.value)
+
+
+def test_a_dataframe_with_pyarrow_columns_is_named_as_such(tmp_path: Path) -> None:
+    # What pandas 3 writes for a text column where pyarrow is installed: the pickle names
+    # pyarrow's classes (GLOBAL opcodes), which the reader does not admit.
+    path = tmp_path / "orca.pkl"
+    path.write_bytes(b"\x80\x04cpandas\nDataFrame\n)\x81cpyarrow.lib\nChunkedArray\n)\x81.")
+    with pytest.raises(DatasetError) as raised:
+        round_data.parse(path, "pandas-pickle", "input", "tok_input", "output")
+    message = str(raised.value)
+    assert "pyarrow arrays" in message and "pandas 3" in message, message
+    assert "can run code" not in message

@@ -155,3 +155,22 @@ def test_llm_server_that_fell_behind_what_loadgen_scheduled_says_so(tmp_path: Pa
     [latency, _] = explain(perf, parse_detail_log(tmp_path / "d.txt"))
     assert "completed only 12.0 of 15.5 scheduled samples/s" in latency.evidence
     assert "about 10.8" in latency.advice  # 0.9 x what it completed
+
+
+def test_requests_sent_again_are_in_the_notes_whatever_the_verdict() -> None:
+    from suite.reports.explain import client_notes
+    from suite.reports.table import run_notes
+    from suite.results import RunResult, Status, TestResult
+
+    test = TestResult(mode="performance", directory="/nowhere", status=Status.VALID,
+                      exit_code=0, backend={"name": "openai",
+                                            "run": {"requests_resent": 3}})
+    [note] = client_notes(test.backend)
+    assert note.condition == "requests sent again" and "3 request(s)" in note.evidence
+    result = RunResult(run_id="r", run_dir="/nowhere", created_utc="", benchmark="tinylm",
+                       scenario="offline", mode="performance", backend="openai",
+                       round="v6.0", model_sha256="", division="closed", submittable=True,
+                       non_submittable_reasons=[], status=Status.VALID, exit_code=0,
+                       tests=[test])
+    assert any("requests sent again: 3 request(s)" in line for line in run_notes([result]))
+    assert client_notes({"run": {"requests_resent": 0}}) == client_notes({}) == []

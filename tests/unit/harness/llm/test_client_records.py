@@ -46,7 +46,8 @@ class _Client:
     def __init__(self) -> None:
         self.requests = self.chunks = 0
         self.resent = 1  # one request sent again after an idle close (http_pool)
-        self.closed = False
+        self.closed = self.cancelled = False
+        self.finish_reasons = {"length": 4}
 
     def submit(self, items: Sequence[tuple[int, int, Sequence[int]]]) -> None:
         self.requests += len(items)
@@ -55,10 +56,15 @@ class _Client:
     def close(self) -> None:
         self.closed = True
 
+    def cancel(self) -> None:
+        self.cancelled = True
+
 
 class _Tokenizer:
     def encode(self, text: str) -> list[int]:
         return [1]
+
+    encode_text = encode
 
     def decode(self, ids: list[int]) -> str:
         return "x"
@@ -103,6 +109,10 @@ def test_the_sut_fills_the_backend_records_run_when_it_stops() -> None:
     assert run["samples_issued"] == 4 and run["samples_distinct"] == 3
     assert run["requests_resent"] == 1  # the client's count, recorded
     assert sut.batch_profile()["requests_resent"] == 1
+    # counted in the run's error figures, with how the streams ended
+    assert run["errors"] == sut.batch_profile()["errors"] == {"requests_failed": 0,
+                                                              "requests_resent": 1}
+    assert run["finish_reasons"] == {"length": 4}
     assert run["parent"]["requests"] == completer.completed == 4
     assert run["parent"]["streamed"] == 4 and run["parent"]["chunks"] == 20
     assert run["parent"]["run_cpu_s"] >= 0 and run["parent"]["pid"] == os.getpid()
@@ -186,3 +196,15 @@ def test_the_live_estimate_counts_the_endpoint_suts_samples_not_its_calls() -> N
     assert sut.issue_calls == 1 and sut.issued_samples == 3
     assert live.backlog == 3  # nothing completed yet
     sut.stop()
+
+
+def test_a_failure_stops_what_is_queued_and_a_dead_client_fails_the_run() -> None:
+    sut, completer = _sut()
+    sut.issue([10, 11], [0, 1])
+    sut._error(10, "http://h/v1/completions: sample 0 (query 10): HTTP 429: busy")
+    assert sut.client.cancelled  # type: ignore[attr-defined]  # nothing queued is sent
+    assert completer.completed == 2 and completer.done == []  # both answered empty
+    assert sut.run_record()["errors"]["requests_failed"] == 1
+    idle, _ = _sut()  # a client process died holding no sample: still the run's failure
+    idle._error(-1, "endpoint client process 0 (pid 1) died (exit code -9)")
+    assert idle.failures and idle.draining.is_set()
