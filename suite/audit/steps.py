@@ -24,7 +24,7 @@ import numpy as np
 
 from suite.audit.inputs import AuditData
 from suite.audit.report import AuditReport
-from suite.audit.system_step import system_step
+from suite.audit.system_step import provenance_step, system_step
 from suite.backends import BUILTIN
 from suite.errors import SuiteError
 from suite.paths import Paths
@@ -103,6 +103,8 @@ def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir
                    "skipped")
     with step(report, 6, "system description"):
         system_step(report, tree)
+    with step(report, 6, "provenance of the claims"):
+        provenance_step(report, tree)
     return report
 
 
@@ -311,17 +313,34 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
         return None
     strategy = for_benchmark(paths, str(info["benchmark"]))
     llm = strategy.kind is Kind.TEXT_GENERATION
-    try:
-        local_sha = strategy.local_model_digest(paths, str(info["benchmark"]))
-    except SuiteError as exc:
-        local_sha = f"unusable ({exc})"
-    if local_sha != info["model_sha256"]:
-        report.add(4, f"replay of {result}", False, [
-            f"refused: the local model ({local_sha}) differs from the bundle's "
-            f"({info['model_sha256']}); a replay would measure another computation"],
-            "refused")
-        return None
+    claims: dict[str, Any] = info.get("provenance") or {}
+    served = "weights_location" in claims  # an engine's servers computed it, not the suite
+    weight_lines: list[str] = []
+    if served:
+        # A remote engine's weights cannot be hashed here: no local file stands in for
+        # them. The replay is compared by what its engine reports, beside the statement.
+        weights = claims.get("weights") or {}
+        weight_lines = [f"weights: {weights.get('value') or 'none'} "
+                        f"({weights.get('source', 'not recorded')}); a remote engine's "
+                        "weights are not verified by the replay"]
+    else:
+        try:
+            local_sha = strategy.local_model_digest(paths, str(info["benchmark"]))
+        except SuiteError as exc:
+            local_sha = f"unusable ({exc})"
+        if local_sha != info["model_sha256"]:
+            report.add(4, f"replay of {result}", False, [
+                f"refused: the local model ({local_sha}) differs from the bundle's "
+                f"({info['model_sha256']}); a replay would measure another computation"],
+                "refused")
+            return None
     replay = run(_replay_request(info, runs_dir, data, mode="all"))
+    if served:
+        differ = _engine_differs(claims, replay.provenance)
+        if differ:
+            report.add(4, f"replay of {result}", False, [
+                *weight_lines, *differ, f"replay run: {replay.run_dir}"], "another engine")
+            return None
     test = next((t for t in replay.tests if t.mode == "performance"), None)
     perf = test.performance if test else None
     measured = perf.metric_value if perf else None
@@ -354,10 +373,24 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
     report.add(4, f"replay of {result}", ok, [
         f"claimed {claimed}, replayed {measured:.6g} ({unit}); "
         f"replay / claim = {ratio:.4f}, allowed {bound} (tolerance {tolerance:.0%})",
-        *token_lines, f"replay run: {replay.run_dir} ({replay.status.value})",
+        *token_lines, *weight_lines, f"replay run: {replay.run_dir} ({replay.status.value})",
         *([f"the replay is {test.status.value} and so is the signed claim: compared as-is"]
           if test.status is not Status.VALID else [])], f"{ratio:.4f}")
     return Path(replay.run_dir)
+
+
+def _engine_differs(claims: dict[str, Any], replayed: dict[str, Any]) -> list[str]:
+    """What the replay's engine reported differently from the bundle's record (its name
+    and version, where it loaded the weights from): another server, another claim."""
+    lines = []
+    for name in ("engine", "weights_location"):
+        before = (claims.get(name) or {}).get("value", "")
+        claim = replayed.get(name)
+        after = claim.value if claim is not None else ""
+        if before != after:
+            lines.append(f"{name}: the bundle's engine reported {before or 'nothing'!r}, "
+                         f"the replay's {after or 'nothing'!r} (reported by the engine)")
+    return lines
 
 
 def _claimed_validity(tree: Path, result: str) -> str:

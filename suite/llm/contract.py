@@ -18,6 +18,7 @@ submittable.
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from suite.backends.base import BackendCore, BackendInfo
@@ -76,6 +77,18 @@ class InProcessGenerator(GeneratingBackend):
         return None
 
 
+@dataclass(frozen=True)
+class StatedWeights:
+    """The submitter's statement about a remote engine's weights (not verified)."""
+
+    #: sha256 of the reference weights the served model was made from; "" none stated
+    sha256: str = ""
+    #: the weights' data type the engine runs (fp16, bf16, ...); "" none stated
+    precision: str = ""
+    #: what was done to the reference weights ("none", "fp8 per-tensor", ...)
+    quantization: str = ""
+
+
 class EndpointGenerator(GeneratingBackend):
     """Tokens streamed from servers: the harness's endpoint client sends each sample."""
 
@@ -86,6 +99,12 @@ class EndpointGenerator(GeneratingBackend):
         """Client processes that stream the requests (0: a thread in LoadGen's process;
         -1: the default for this machine)."""
         return -1
+
+    @property
+    def stated(self) -> StatedWeights:
+        """What the submitter states about the weights the engine serves (the suite
+        cannot see them): nothing, by default."""
+        return StatedWeights()
 
     @abstractmethod
     def settings(self, card: LLMCard) -> ClientSettings:

@@ -79,7 +79,9 @@ def recorded_precision(run: RunResult) -> Precision:
                 f"{where}: the {test.mode} test's backend record has no '{missing}'; "
                 "packaging does not guess the weights' precision",
                 hint="re-run with a backend that records its precision (this suite's "
-                     "backends do), or leave this run out of --runs-dir")
+                     "backends do; an endpoint run records what the submitter states: "
+                     "backend.openai.stated_precision and stated_quantization), or leave "
+                     "this run out of --runs-dir")
         seen.add(Precision(precision, transform))
     if len(seen) != 1:
         raise PackageError(f"{where}: its tests recorded different precisions "
