@@ -36,7 +36,7 @@ from suite.checker.findings import ResultReport, RuleId
 from suite.config.rules import RuleSet, SubmissionRules
 from suite.logs import parse_detail_log
 from suite.paths import Paths
-from suite.results import RunResult, token_metrics
+from suite.results import STATED_BY_SUBMITTER, RunResult, token_metrics
 from suite.submission.safety import PackageError, Precision, recorded_precision, refuse_links
 from suite.submission.selection import (
     LLM_RATE,
@@ -126,7 +126,11 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
     lines = [f"# {submitter}: {system} ({division})", "", "| result | run |", "|---|---|"]
     lines += [f"| {rel} | {extra['run_id']} |" for rel, extra in sorted(extras.items())]
     (base / "documentation" / "README.md").write_text("\n".join(lines) + "\n")
-    (base / "documentation" / "calibration.md").write_text(precision.calibration_text())
+    stated = any(c.run.provenance.get("precision") is not None
+                 and c.run.provenance["precision"].source == STATED_BY_SUBMITTER
+                 for c in selection.chosen.values())
+    (base / "documentation" / "calibration.md").write_text(precision.calibration_text(
+        "as stated by the submitter, not verified" if stated else "as recorded by the backend"))
     (base / "documentation" / PROVENANCE_NAME).write_text(json.dumps(
         {"system": system_provenance or {}, "results": {
             rel: extra["provenance"] for rel, extra in sorted(extras.items())}},

@@ -55,14 +55,15 @@ class Precision:
     weight_data_types: str
     weight_transformations: str
 
-    def calibration_text(self) -> str:
+    def calibration_text(self, source: str = "as recorded by the backend") -> str:
+        """``source``: where the runs' precision came from ("as stated by the submitter,
+        not verified" for a remote engine's)."""
         if self.weight_transformations.lower() == "none":
             body = (f"No quantization: the reference weights run unchanged "
-                    f"({self.weight_data_types}, as recorded by the backend).")
+                    f"({self.weight_data_types}, {source}).")
         else:
             body = (f"Weights run as {self.weight_data_types}; transformation of the "
-                    f"reference weights, as recorded by the backend: "
-                    f"{self.weight_transformations}.")
+                    f"reference weights, {source}: {self.weight_transformations}.")
         return f"# Calibration\n\n{body}\n"
 
 
