@@ -24,6 +24,7 @@ import numpy as np
 
 from suite.audit.inputs import AuditData
 from suite.audit.report import AuditReport
+from suite.audit.served import engine_differs, served_weights
 from suite.audit.system_step import provenance_step, system_step
 from suite.backends import BUILTIN
 from suite.errors import SuiteError
@@ -314,16 +315,9 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
     strategy = for_benchmark(paths, str(info["benchmark"]))
     llm = strategy.kind is Kind.TEXT_GENERATION
     claims: dict[str, Any] = info.get("provenance") or {}
-    served = "weights_location" in claims  # an engine's servers computed it, not the suite
-    weight_lines: list[str] = []
-    if served:
-        # A remote engine's weights cannot be hashed here: no local file stands in for
-        # them. The replay is compared by what its engine reports, beside the statement.
-        weights = claims.get("weights") or {}
-        weight_lines = [f"weights: {weights.get('value') or 'none'} "
-                        f"({weights.get('source', 'not recorded')}); a remote engine's "
-                        "weights are not verified by the replay"]
-    else:
+    # a remote engine's weights cannot be hashed here: no local file stands in for them
+    served, weight_lines = served_weights(claims)
+    if not served:
         try:
             local_sha = strategy.local_model_digest(paths, str(info["benchmark"]))
         except SuiteError as exc:
@@ -336,7 +330,7 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
             return None
     replay = run(_replay_request(info, runs_dir, data, mode="all"))
     if served:
-        differ = _engine_differs(claims, replay.provenance)
+        differ = engine_differs(claims, replay.provenance)
         if differ:
             report.add(4, f"replay of {result}", False, [
                 *weight_lines, *differ, f"replay run: {replay.run_dir}"], "another engine")
@@ -377,20 +371,6 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
         *([f"the replay is {test.status.value} and so is the signed claim: compared as-is"]
           if test.status is not Status.VALID else [])], f"{ratio:.4f}")
     return Path(replay.run_dir)
-
-
-def _engine_differs(claims: dict[str, Any], replayed: dict[str, Any]) -> list[str]:
-    """What the replay's engine reported differently from the bundle's record (its name
-    and version, where it loaded the weights from): another server, another claim."""
-    lines = []
-    for name in ("engine", "weights_location"):
-        before = (claims.get(name) or {}).get("value", "")
-        claim = replayed.get(name)
-        after = claim.value if claim is not None else ""
-        if before != after:
-            lines.append(f"{name}: the bundle's engine reported {before or 'nothing'!r}, "
-                         f"the replay's {after or 'nothing'!r} (reported by the engine)")
-    return lines
 
 
 def _claimed_validity(tree: Path, result: str) -> str:

@@ -87,9 +87,10 @@ def network_division(runs: list[RunResult], division: str) -> bool:
     network = {run.run_id: is_network_run(run) for run in runs}
     if len(set(network.values())) > 1:
         remote = ", ".join(sorted(rid for rid, net in network.items() if net))
-        raise PackageError(f"network runs ({remote}) and local runs cannot be one system",
-                           hint="package the remote runs as their own --system with "
-                           "--division network")
+        raise PackageError(f"runs whose servers were on another host ({remote}) and runs "
+                           "on this host cannot be one system",
+                           hint="package the runs served from another host as their own "
+                           "--system with --division network")
     _model_division(runs, division)
     is_network = bool(network) and all(network.values())
     if is_network and division != "network":
