@@ -118,3 +118,4 @@ def test_a_stated_endpoint_bundle_says_where_each_claim_came_from(tmp_path: Path
     # the replay compared no local hash: it says the weights are not verified
     assert any("not verified by the replay" in line for line in replay["evidence"]), replay
     assert not any("local model" in line for line in replay["evidence"]), replay
+    assert replay["passed"], replay  # the same engine answered the replay
