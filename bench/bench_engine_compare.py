@@ -9,9 +9,11 @@ same concurrency, goal >= 0.95, with TTFT p50 within 5 %. Made fair on a 2-core 
   ``taskset -c 1``. The masks of every thread of the engine's process tree (at start and
   at the end) and of each client's tree (sampled while it runs) are recorded, from /proc.
 * **The same prompts.** The first ``--requests`` prompts of tinylm's dataset: ours reads
-  them as a ``data.dataset_dir`` (a ``dataset.json`` of those samples, sent as token
-  ids), ``vllm bench serve`` as its ``custom`` dataset (``{"prompt"}`` lines, in order,
-  no chat template) and AIPerf as ``single_turn`` (``{"text"}`` lines, sequential).
+  them as a ``data.dataset_dir`` (a ``dataset.json`` of those samples, sent as the
+  dataset's own text: ``prompts_to_send``, checked equal to the others' lines before any
+  round, ``prompts_equal`` in the record), ``vllm bench serve`` as its ``custom``
+  dataset (``{"prompt"}`` lines, in order, no chat template) and AIPerf as
+  ``single_turn`` (``{"text"}`` lines, sequential).
   LoadGen picks its samples from the same set; the record says how many were distinct.
   With prefix caching off, a prompt sent twice costs the engine the same both times.
 * **The same request.** 64 tokens a request, EOS ignored, greedy (ours: ``extra_body``
@@ -117,7 +119,31 @@ def write_prompts(tmp: Path, count: int) -> dict[str, Any]:
     (tmp / "aiperf.jsonl").write_text("".join(json.dumps({"text": p}) + "\n" for p in lines))
     return {"dataset_dir": str(subset), "vllm": str(tmp / "vllm.jsonl"),
             "aiperf": str(tmp / "aiperf.jsonl"), "count": count,
-            "prompt_chars": sorted({len(p) for p in lines})}
+            "prompt_chars": sorted({len(p) for p in lines}),
+            "prompts_equal": ours_prompts_equal(subset, lines)}
+
+
+def ours_prompts_equal(dataset_dir: Path, lines: list[str]) -> bool:
+    """Whether ours sends exactly ``lines`` (the other clients' prompts), as its SUT picks
+    them (``prompts_to_send``) with ``PROMPT_AS``; with ids, whether the ids encode them.
+    An unequal set stops the bench: a comparison of unequal requests says nothing."""
+    from suite.harness.llm.endpoint_sut import prompts_to_send
+    from suite.llm.card import load_llm_card
+    from suite.llm.dataset import LLMDataset
+    from suite.llm.endpoint.client import ClientSettings
+    from suite.paths import find_paths
+
+    dataset = LLMDataset(load_llm_card(find_paths(), "tinylm"), str(dataset_dir))
+    settings = ClientSettings(urls=("http://127.0.0.1:1",), model="tinylm",
+                              prompt_as=PROMPT_AS[0])  # type: ignore[arg-type]
+    sent = list(prompts_to_send(settings, dataset))
+    wanted: list[object] = list(lines) if settings.text_prompt else [
+        dataset.tokenizer.encode(line) for line in lines]
+    if sent != wanted:
+        differ = sum(a != b for a, b in zip(sent, wanted, strict=True))
+        raise SystemExit(f"bench_engine_compare: ours would send {differ} of {len(lines)} "
+                         "prompts unlike the other clients")
+    return True
 
 
 def _fail(name: str, done: Any) -> SystemExit:

@@ -298,8 +298,11 @@ class ModelIdentity:
     #: Why the run is open division (empty for closed).
     reason: str = ""
     #: How the sha256 was obtained: "read" (the file hashed now) or "remembered" (the
-    #: digest cache, for the same file state: ``model_digests``).
-    sha256_source: Literal["read", "remembered"] = "read"
+    #: digest cache, for the same file state: ``model_digests``), or, for weights a
+    #: remote engine serves, "stated by the submitter, not verified" (the option's
+    #: digest) or "not recorded" (none stated; no local file is hashed for it).
+    sha256_source: Literal["read", "remembered", "stated by the submitter, not verified",
+                           "not recorded"] = "read"
 
 
 def check_model(card: ModelCard, cache: Path | None = None) -> ModelIdentity:

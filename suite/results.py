@@ -8,6 +8,10 @@
   model file that is not the card's reference model runs in the open division only;
   ``dataset`` (what ``dataset.json`` records: size, cache, preprocessing). Version 1
   files still load (as closed division, no dataset record).
+  Also in 2 (optional, empty in older records): ``provenance``: for the weights, their
+  precision and quantization and (an endpoint run) the engine, the value and where it
+  came from: ``measured`` by the suite, ``reported by the engine``, ``stated by the
+  submitter, not verified``, or ``not recorded`` (``Claim``).
 
 Performance numbers here are copied from LoadGen's detail log (``logs``), never
 computed by the harness.
@@ -171,6 +175,25 @@ class TestResult(_Frozen):
     backend: dict[str, Any] = {}
 
 
+#: Where a claim about a run came from (``Claim.source``).
+MEASURED = "measured"
+REPORTED_BY_ENGINE = "reported by the engine"
+STATED_BY_SUBMITTER = "stated by the submitter, not verified"
+NOT_RECORDED = "not recorded"
+ClaimSource = Literal["measured", "reported by the engine",
+                      "stated by the submitter, not verified", "not recorded"]
+
+
+class Claim(_Frozen):
+    """One thing a run says about what it measured, and where that came from: the suite
+    measured it (hashed the weights it loaded, ran the precision it computed in), the
+    engine reported it (``/v1/models``, ``/version``), or the submitter stated it (an
+    option the suite cannot check against a remote engine)."""
+
+    value: str
+    source: ClaimSource
+
+
 class ComplianceResult(_Frozen):
     """A compliance test's verdict against its reference run."""
 
@@ -202,6 +225,9 @@ class RunResult(_Frozen):
     division: Literal["closed", "open"] = "closed"
     division_reason: str = ""
     dataset: dict[str, Any] = {}
+    #: ``weights``, ``precision``, ``quantization`` and, for an endpoint run,
+    #: ``engine`` and ``weights_location``: each value with its source (``Claim``)
+    provenance: dict[str, Claim] = {}
     submittable: bool
     non_submittable_reasons: list[str]
     status: Status

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 import tarfile
 import traceback
 from collections.abc import Callable, Iterator
@@ -20,14 +19,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from suite.audit.accuracy_step import accuracy_step
 from suite.audit.inputs import AuditData
 from suite.audit.report import AuditReport
-from suite.audit.system_step import system_step
+from suite.audit.served import engine_differs, served_weights
+from suite.audit.system_step import provenance_step, system_step
 from suite.backends import BUILTIN
 from suite.errors import SuiteError
-from suite.models import Kind
 from suite.paths import Paths
 from suite.results import Status
 from suite.submission.bundle.archive import ENVELOPE_NAME, _unsafe
@@ -35,8 +33,6 @@ from suite.submission.bundle.keys import load_public
 from suite.submission.bundle.verify import verify_bundle
 
 Say = Callable[[str], None]
-_ACC = re.compile(r"^accuracy=([\d.]+)%")
-_HASH = re.compile(r"^hash=([0-9a-f]{64})$")
 
 
 def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir: Path,
@@ -104,6 +100,8 @@ def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir
                    "skipped")
     with step(report, 6, "system description"):
         system_step(report, tree)
+    with step(report, 6, "provenance of the claims"):
+        provenance_step(report, tree)
     return report
 
 
@@ -198,73 +196,14 @@ def _run_info(tree: Path, result: str) -> dict[str, Any]:
 
 def _accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
               data: AuditData) -> None:
-    """Step 3 for one result: its kind's recomputation from the full accuracy log."""
-    from suite.models import card_kind
-
+    """Step 3 for one result: its kind's recomputation (``accuracy_step``)."""
     result = claim["result"]
     try:
         info = _run_info(tree, result)
     except (OSError, KeyError, ValueError, SuiteError) as exc:
         report.add(3, f"accuracy of {result}", False, [f"cannot recompute: {exc}"], result)
         return
-    _ACCURACY_BY_KIND[card_kind(paths, str(info["benchmark"]))](report, tree, paths, claim,
-                                                                  info, data)
-
-
-def _top1_accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
-                   info: dict[str, Any], data: AuditData) -> None:
-    """Top-1, recomputed from the full accuracy log and the dataset's labels."""
-    from suite import datasets
-    from suite.accuracy import decode_accuracy_log
-    from suite.models import load_card
-    from suite.postprocess import make_postprocess
-
-    result = claim["result"]
-    try:
-        log = tree / "evidence" / result / "mlperf_log_accuracy.json"
-        lines = (tree / result / "accuracy" / "accuracy.txt").read_text().splitlines()
-        stated = next(float(m.group(1)) for line in lines if (m := _ACC.match(line)))
-        stated_hash = next(m.group(1) for line in lines if (m := _HASH.match(line.strip())))
-        card = load_card(paths, info["benchmark"])
-        labels = datasets.create(card).labels
-        _, dtype = make_postprocess(card)
-        predictions = decode_accuracy_log(log, dtype, len(labels))
-    except (OSError, StopIteration, KeyError, ValueError, SuiteError) as exc:
-        report.add(3, f"accuracy of {result}", False, [f"cannot recompute: {exc}"], result)
-        return
-    good = int(np.sum(predictions == labels))
-    value = round(100.0 * good / len(labels), 3)
-    actual_hash = hashlib.sha256(log.read_bytes()).hexdigest()
-    claimed = claim.get("accuracy")
-    problems = []
-    if actual_hash != stated_hash:
-        problems.append(f"accuracy log sha256 {actual_hash} != accuracy.txt hash {stated_hash}")
-    if abs(value - stated) > 0.0005:
-        problems.append(f"recomputed {value:.3f}% != accuracy.txt {stated:.3f}%")
-    if claimed is None or abs(value - float(claimed)) > 0.0005:
-        problems.append(f"recomputed {value:.3f}% != signed claim {claimed}")
-    evidence = [f"recomputed top-1 {value:.3f}% ({good}/{len(labels)}) from the full log",
-                f"accuracy.txt says {stated:.3f}%, the signed claim {claimed}", *problems]
-    report.add(3, f"accuracy of {result}", not problems, evidence, f"{value:.3f}%")
-
-
-def _llm_accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
-                  info: dict[str, Any], data: AuditData) -> None:
-    """ROUGE and tokens per sample, recomputed from the full accuracy log (``suite.llm.audit``)."""
-    from suite.llm.audit import recompute_accuracy
-
-    result = claim["result"]
-    try:
-        passed, evidence, found = recompute_accuracy(tree, paths, result, info, claim,
-                                                     data.dataset_path, data.model_path)
-    except (OSError, StopIteration, KeyError, ValueError, SyntaxError, SuiteError) as exc:
-        report.add(3, f"accuracy of {result}", False, [f"cannot recompute: {exc}"], result)
-        return
-    report.add(3, f"accuracy of {result}", passed, evidence, found)
-
-
-#: Step 3's recomputation for each kind of benchmark (``suite.models.Kind``).
-_ACCURACY_BY_KIND = {Kind.TENSOR: _top1_accuracy, Kind.TEXT_GENERATION: _llm_accuracy}
+    accuracy_step(report, tree, paths, claim, info, data)
 
 
 def _choose(results: list[dict[str, Any]], rerun: str | None, seed: str) -> list[dict[str, Any]]:
@@ -325,17 +264,27 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
             f"--allow-backend {backend}"], "refused")
         return None
     strategy = for_benchmark(paths, str(info["benchmark"]))
-    try:
-        local_sha = strategy.local_model_digest(paths, str(info["benchmark"]))
-    except SuiteError as exc:
-        local_sha = f"unusable ({exc})"
-    if local_sha != info["model_sha256"]:
-        report.add(4, f"replay of {result}", False, [
-            f"refused: the local model ({local_sha}) differs from the bundle's "
-            f"({info['model_sha256']}); a replay would measure another computation"],
-            "refused")
-        return None
+    claims: dict[str, Any] = info.get("provenance") or {}
+    # a remote engine's weights cannot be hashed here: no local file stands in for them
+    served, weight_lines = served_weights(claims)
+    if not served:
+        try:
+            local_sha = strategy.local_model_digest(paths, str(info["benchmark"]))
+        except SuiteError as exc:
+            local_sha = f"unusable ({exc})"
+        if local_sha != info["model_sha256"]:
+            report.add(4, f"replay of {result}", False, [
+                f"refused: the local model ({local_sha}) differs from the bundle's "
+                f"({info['model_sha256']}); a replay would measure another computation"],
+                "refused")
+            return None
     replay = run(_replay_request(info, runs_dir, data, mode="all"))
+    if served:
+        differ = engine_differs(claims, replay.provenance)
+        if differ:
+            report.add(4, f"replay of {result}", False, [
+                *weight_lines, *differ, f"replay run: {replay.run_dir}"], "another engine")
+            return None
     test = next((t for t in replay.tests if t.mode == "performance"), None)
     perf = test.performance if test else None
     measured = perf.metric_value if perf else None
@@ -368,7 +317,7 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
     report.add(4, f"replay of {result}", ok, [
         f"claimed {claimed}, replayed {measured:.6g} ({unit}); "
         f"replay / claim = {ratio:.4f}, allowed {bound} (tolerance {tolerance:.0%})",
-        *token_lines, f"replay run: {replay.run_dir} ({replay.status.value})",
+        *token_lines, *weight_lines, f"replay run: {replay.run_dir} ({replay.status.value})",
         *([f"the replay is {test.status.value} and so is the signed claim: compared as-is"]
           if test.status is not Status.VALID else [])], f"{ratio:.4f}")
     return Path(replay.run_dir)

@@ -22,7 +22,8 @@ HARDWARE = ("host_processor_model_name", "host_processors_per_node",
 
 
 def system_step(report: AuditReport, tree: Path) -> None:
-    """One check per system description in ``tree`` (a failed check if there is none)."""
+    """One check per system description in ``tree`` (a failed check if there is none),
+    and one per result saying where its claims came from (``provenance``)."""
     from suite.submission.system_description import PROBE_FAILED, probe
 
     systems = sorted(tree.glob("*/*/systems/*.json"))
@@ -31,10 +32,51 @@ def system_step(report: AuditReport, tree: Path) -> None:
         return
     here = probe()
     for path in systems:
+        stated = _provenance(path.parent.parent).get("system") or {}
+        if stated.get("source") == STATED:
+            # an engine's host: this machine is not it, so nothing here can confirm it
+            described = _read(path)
+            fields = [f"{k}: {described.get(k) or '(empty)'}" for k in HARDWARE] \
+                if isinstance(described, dict) else [f"the description is {described}"]
+            framework = stated.get("framework") or {}
+            report.add(6, f"system vs {path.relative_to(tree)}", isinstance(described, dict),
+                       [f"{stated.get('what', 'the engine host')}: {STATED}", *fields,
+                        f"framework: {framework.get('value') or '(none)'} "
+                        f"({framework.get('source', 'not recorded')})"], STATED)
+            continue
         findings, agreed = compare(_read(path), here, here.get(PROBE_FAILED, {}))
         name = str(path.relative_to(tree))
         report.add(6, f"system vs {name}", not findings, findings or agreed,
                    f"{len(findings)} finding(s)")
+
+
+STATED = "stated by the submitter, not verified"
+
+
+def _provenance(base: Path) -> dict[str, Any]:
+    """``documentation/provenance.json`` of one division/submitter ({} if none)."""
+    data = _read(base / "documentation" / "provenance.json")
+    return data if isinstance(data, dict) else {}
+
+
+def provenance_step(report: AuditReport, tree: Path) -> None:
+    """Per packaged result: each claim (weights, precision, quantization, engine) with
+    where it came from, as ``documentation/provenance.json`` records it; a result with
+    no record fails (a missing record is not a measurement)."""
+    for doc in sorted(tree.glob("*/*/documentation/provenance.json")):
+        data = _read(doc)
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, dict) or not results:
+            report.add(6, f"provenance in {doc.relative_to(tree)}", False,
+                       ["no result's provenance is recorded"], "not recorded")
+            continue
+        for result, claims in sorted(results.items()):
+            lines = [f"{name}: {c.get('value') or '(none)'} ({c.get('source')})"
+                     for name, c in sorted(claims.items()) if isinstance(c, dict)]
+            sources = sorted({str(c.get("source")) for c in claims.values()
+                              if isinstance(c, dict)})
+            report.add(6, f"provenance of {result}", bool(lines), lines or [
+                "no claim recorded"], "; ".join(sources) or "not recorded")
 
 
 def _read(path: Path) -> dict[str, Any] | str:

@@ -80,11 +80,13 @@ def _unsuitable(result: RunResult, config: RunConfig, test: ComplianceTest) -> s
     return ""
 
 
-def previous_attempts(config: RunConfig, test: ComplianceTest) -> list[str]:
-    """Earlier attempts of this test for this benchmark, scenario and backend."""
+def previous_attempts(config: RunConfig, test: ComplianceTest | str) -> list[str]:
+    """Earlier attempts of this test (a ``ComplianceTest`` or its name, as TEST06's) for
+    this benchmark, scenario and backend, from the records in the runs directory."""
+    name = test if isinstance(test, str) else test.name
     earlier = []
     for path in sorted(config.runs_dir.glob(f"*_{config.benchmark}_{config.scenario.value}_"
-                                            f"{test.name}*/result.json")):
+                                            f"{name}*/result.json")):
         found = _load(path)
         if found is not None and found.backend == config.backend:
             earlier.append(found.run_dir)

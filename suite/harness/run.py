@@ -230,6 +230,7 @@ def _run_in(run_dir: Path, ready: ResolvedRun, prepared: Prepared,
         division=model.division,
         division_reason=model.reason,
         dataset=described,
+        provenance=prepared.provenance(tests),
         submittable=not reasons and status is Status.VALID,
         non_submittable_reasons=reasons
         + ([] if status is Status.VALID else [f"the run is {status.value}"]),

@@ -2,7 +2,11 @@
 full accuracy log (``suite audit`` step 3 calls it). tinylm's dataset ships with its card;
 a round model's (llama3.1-8b, llama2-70b) is the auditor's copy of the official file
 (``--dataset-path``, ``--model-path``), whose sha256 must equal the one the run recorded
-and the bundle signed, and is scored as the round's evaluation scores it."""
+and the bundle signed, and is scored as the round's evaluation scores it.
+
+Two verdicts, said apart: *reproduced* (the recomputed figures equal accuracy.txt's and the
+signed claim: the step's pass) and *target met* (the recomputed figures against the round's
+targets: a result reproduced at ROUGE-L 0.0 is reproduced, and misses its target)."""
 
 from __future__ import annotations
 
@@ -54,8 +58,13 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
         dataset = LLMDataset(card)  # the card's dataset, never the bundle's
         outputs = decode_outputs(log, dataset.total_count)
         texts = [dataset.tokenizer.decode(o) for o in outputs]
-        scores, per_sample, _ = score(outputs, texts, dataset.references, card, 0.0)
+        target = rules.benchmark(benchmark).accuracy_target
+        scores, per_sample, met = score(outputs, texts, dataset.references, card, target)
         recomputed: dict[str, Any] = {**scores, "tokens_per_sample": per_sample}
+        ref, tol = card.accuracy.tokens_per_sample, card.accuracy.tokens_per_sample_tolerance
+        target_lines = [f"rougeL {scores['rougeL']} >= {target}",
+                        f"tokens_per_sample {per_sample} within "
+                        f"[{ref * (1 - tol):.4f}, {ref * (1 + tol):.4f}]"]
     else:
         from suite.llm.round import scoring as round_accuracy
 
@@ -72,6 +81,8 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
         texts = [dataset.tokenizer.decode(o) for o in outputs]
         recomputed = round_accuracy.score(outputs, texts, dataset.references,
                                           with_tokens="TOKENS_PER_SAMPLE" in targets.targets)
+        met, target_lines = round_accuracy.verdict(recomputed, targets.targets,
+                                                   targets.upper_limits)
     actual_hash = hashlib.sha256(log.read_bytes()).hexdigest()
     if actual_hash != stated_hash:
         problems.append(f"accuracy log sha256 {actual_hash} != accuracy.txt hash {stated_hash}")
@@ -82,10 +93,13 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
     claimed = claim.get("accuracy")
     if claimed is None or abs(value - float(claimed)) > 0.00005:
         problems.append(f"recomputed {metric} {value} != signed claim {claimed}")
+    reproduced = "yes" if not problems else "no"
+    verdict = f"reproduced: {reproduced}; target met: {'yes' if met else 'no'}"
     evidence = [f"recomputed from the full log ({len(outputs)} samples): "
                 + ", ".join(f"{k} {v}" for k, v in recomputed.items()),
-                f"accuracy.txt says {stated}, the signed claim {metric} {claimed}", *problems]
-    return not problems, evidence, f"{metric} {value}"
+                f"accuracy.txt says {stated}, the signed claim {metric} {claimed}", *problems,
+                f"{verdict} ({'; '.join(target_lines)})"]
+    return not problems, evidence, f"{metric} {value} ({verdict})"
 
 
 def _key(metric: str) -> str:

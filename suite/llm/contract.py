@@ -18,6 +18,7 @@ submittable.
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from suite.backends.base import BackendCore, BackendInfo
@@ -37,6 +38,18 @@ __all__ = ["EndpointGenerator", "GeneratingBackend", "InProcessGenerator", "Serv
 Serving = Literal["in-process", "endpoint"]
 
 
+@dataclass(frozen=True)
+class StatedWeights:
+    """The submitter's statement about a remote engine's weights (not verified)."""
+
+    #: sha256 of the reference weights the served model was made from; "" none stated
+    sha256: str = ""
+    #: the weights' data type the engine runs (fp16, bf16, ...); "" none stated
+    precision: str = ""
+    #: what was done to the reference weights ("none", "fp8 per-tensor", ...)
+    quantization: str = ""
+
+
 class GeneratingBackend(BackendCore):
     """What every text-generation backend has (see the module docstring)."""
 
@@ -50,6 +63,12 @@ class GeneratingBackend(BackendCore):
         (``prompt``: the dataset's first); returns the reasons its options make the run
         not submittable. Nothing to check by default."""
         return []
+
+    @property
+    def stated(self) -> StatedWeights | None:
+        """What the submitter states about weights the suite cannot hash (an engine's);
+        None where the suite computes with the card's own weights file."""
+        return None
 
 
 class InProcessGenerator(GeneratingBackend):
@@ -86,6 +105,12 @@ class EndpointGenerator(GeneratingBackend):
         """Client processes that stream the requests (0: a thread in LoadGen's process;
         -1: the default for this machine)."""
         return -1
+
+    @property
+    def stated(self) -> StatedWeights | None:
+        """What the submitter states about the weights the engine serves (the suite
+        cannot see them): nothing, by default."""
+        return StatedWeights()
 
     @abstractmethod
     def settings(self, card: LLMCard) -> ClientSettings:

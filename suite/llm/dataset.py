@@ -65,7 +65,9 @@ class CharTokenizer:
 
 class HFTokenizer:
     """A Hugging Face ``tokenizer.json`` (the ``tokenizers`` library; nothing downloaded).
-    ``decode`` skips special tokens, as the reference evaluations do."""
+    ``decode`` decodes as the reference evaluations do (``reference_decode``): special
+    tokens skipped, the model directory's ``tokenizer_config.json`` clean-up of
+    tokenization spaces, and sentencepiece's handling of invalid byte-fallback runs."""
 
     def __init__(self, path: Path, eos_id: int) -> None:
         try:
@@ -82,6 +84,13 @@ class HFTokenizer:
             raise DatasetError(f"{path}: not a tokenizer.json ({exc})") from None
         self.path, self.eos_id = path, eos_id
         self.vocab_size = self._tokenizer.get_vocab_size(with_added_tokens=True)
+        from suite.llm.reference_decode import DecodeRules
+
+        try:
+            self.rules = DecodeRules.read(path, self._tokenizer)
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"{path.parent / 'tokenizer_config.json'}: unreadable ({exc})",
+                               hint="--model-path: the model directory as published") from None
 
     def encode(self, text: str) -> list[int]:
         return list(self._tokenizer.encode(text).ids)
@@ -91,8 +100,15 @@ class HFTokenizer:
         BOS) that ``encode`` adds to a prompt, which no engine generated."""
         return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
-    def decode(self, ids: list[int]) -> str:
+    def decode_plain(self, ids: list[int]) -> str:
+        """``tokenizers``' own decode (special tokens skipped), without the reference's
+        clean-up: what the dataset check compares with the prompt text."""
         return str(self._tokenizer.decode(ids, skip_special_tokens=True))
+
+    def decode(self, ids: list[int]) -> str:
+        from suite.llm.reference_decode import decode
+
+        return decode(self._tokenizer, self.rules, ids)
 
 
 def llm_cache(cache_dir: str) -> Path | None:
@@ -181,7 +197,7 @@ class LLMDataset:
             middle = max(0, len(every) // 2 - 3)  # clear of markup such as "<s>[INST]"
             words = every[middle:middle + 6]
             if records.tokens and words and " ".join(words) not in " ".join(
-                    tokenizer.decode(self.prompts[index]).split()):
+                    tokenizer.decode_plain(self.prompts[index]).split()):
                 raise DatasetError(f"{self.path}: record {index}'s token ids do not decode to "
                                    f"its '{spec.prompt_field}' text with {tokenizer.path}: "
                                    "the tokenizer does not match the dataset",

@@ -1,24 +1,26 @@
 """The divisions in ``suite package``: decided by the runs' records, never a flag.
 
 **Network.** The round's network division measures a SUT that LoadGen reaches over a
-network: LoadGen and the SUT on separate hosts (``NETWORK_RULE``). The ``remote``
-backend records where its servers were (``details.server_location``, derived from the
-endpoints' addresses) and marks only a run whose every endpoint was on another host as
-network (``details.division = "network"``). Such runs, and only they, go into
-``network/``: mixing them with other runs, or packaging them as closed or open, is
-refused. A remote run whose servers were on this host (loopback) is no network SUT: it
-packages as closed or open like a local run, and ``--division network`` refuses it. A
-remote run that recorded no location (an older record) is refused either way: its record
-does not say which it is. For a network system the system description says
-``is_network: "true"`` and must fill the network fields the round lists (``[submission]
-network_fields``); what the run recorded fills some of them (the protocol, the client and
-server software, the connections), the user's system TOML the rest (NICs, media, rate,
-topology). Any other system leaves ``is_network`` out.
+network: LoadGen and the SUT on separate hosts (``NETWORK_RULE``). A backend whose
+servers are elsewhere, the ``remote`` backend and the ``openai`` endpoint backend,
+records where its servers were (``details.server_location``, derived from the addresses
+the URLs' hosts resolve to, with the derivation in ``server_location_from``). A run whose
+every server was on another host ("remote") is a network-division result: it goes into
+``network/`` only, and packaging it as closed or open is refused, saying that
+``NETWORK_RULE`` decided. A run whose servers were on this host (loopback) is no network
+SUT: it packages as closed or open like a run in the benchmark's own process, and
+``--division network`` refuses it. A record of a served backend without a location (an
+older record) is refused either way: it does not say which it is. For a network system
+the system description says ``is_network: "true"`` and must fill the network fields the
+round lists (``[submission] network_fields``); what the run recorded fills some of them
+(the protocol, the client and server software, the connections), the user's system TOML
+the rest (NICs, media, rate, topology). Any other system leaves ``is_network`` out.
 
 **Closed and open.** Each run records its model's division (``result.json``
-``division``: "open" when the model file is not the card's reference). An open run is
-refused for ``--division closed`` and ``network``; a record without a division is no
-candidate at all (``selection``).
+``division``: "open" when the model file is not the card's reference, or when an
+endpoint's weights were not stated as the reference's). An open run is refused for
+``--division closed`` and ``network``; a record without a division is no candidate at all
+(``selection``).
 """
 
 from __future__ import annotations
@@ -33,22 +35,29 @@ from suite.submission.safety import PackageError
 NETWORK_RULE = "the network division needs the SUT on another host than LoadGen"
 
 
+def _served(test_backend: dict[str, Any]) -> bool:
+    """Whether a test's backend sent its samples to servers (the ``remote`` backend, an
+    endpoint backend: ``device = "remote"``) rather than computing in-process."""
+    return test_backend.get("name") == "remote" or test_backend.get("device") == "remote"
+
+
 def _location(run: RunResult) -> set[str]:
     """Where each test's servers were: ``"local"`` for a backend in the benchmark's own
-    process, else the remote backend's recorded ``server_location``."""
+    process, else the served backend's recorded ``server_location``."""
     where: set[str] = set()
     for test in run.tests:
         details: dict[str, Any] = test.backend.get("details", {})
-        if test.backend.get("name") != "remote" and "division" not in details \
+        if not _served(test.backend) and "division" not in details \
                 and "server_location" not in details:
             where.add("local")
         elif "server_location" not in details:
             raise PackageError(
-                f"{run.run_dir}/result.json: the {test.mode} test ran over the remote "
-                "backend but recorded no server_location (an older record), so neither "
-                "the network division nor closed/open can be derived",
-                hint="re-run it; the remote backend now records where its servers are")
-        elif details["server_location"] == "remote" and details.get("division") == "network":
+                f"{run.run_dir}/result.json: the {test.mode} test sent its samples to "
+                f"servers (backend {test.backend.get('name')}) but recorded no "
+                "server_location (an older record), so neither the network division nor "
+                "closed/open can be derived",
+                hint="re-run it; served backends now record where their servers are")
+        elif details["server_location"] == "remote":
             where.add("remote")
         elif details["server_location"] == "loopback":
             where.add("loopback")
@@ -78,25 +87,37 @@ def network_division(runs: list[RunResult], division: str) -> bool:
     network = {run.run_id: is_network_run(run) for run in runs}
     if len(set(network.values())) > 1:
         remote = ", ".join(sorted(rid for rid, net in network.items() if net))
-        raise PackageError(f"network runs ({remote}) and local runs cannot be one system",
-                           hint="package the remote runs as their own --system with "
-                           "--division network")
+        raise PackageError(f"runs whose servers were on another host ({remote}) and runs "
+                           "on this host cannot be one system",
+                           hint="package the runs served from another host as their own "
+                           "--system with --division network")
     _model_division(runs, division)
     is_network = bool(network) and all(network.values())
     if is_network and division != "network":
-        raise PackageError(f"the runs were served over the network (the remote backend), so "
-                           f"they are network-division results, not {division}",
+        raise PackageError(f"the runs' servers were on another host than LoadGen "
+                           f"({_derivations(runs)}), so they are network-division results, "
+                           f"not {division}: decided by the rule '{NETWORK_RULE}'",
                            hint="use --division network")
     if not is_network and division == "network":
         here = sorted({where for run in runs for where in _location(run)} - {"local"})
         if here:
-            raise PackageError(f"these remote runs' servers were not on another host "
-                               f"(server_location: {', '.join(here)}): {NETWORK_RULE}",
-                               hint="package them with --division closed or open, like local "
-                               "runs; serve from another host for the network division")
-        raise PackageError("--division network takes only runs of the remote backend; these "
-                           "ran locally", hint="use --division closed or open")
+            raise PackageError(f"these runs' servers were on this host, not another "
+                               f"(server_location {', '.join(here)}: {_derivations(runs)}): "
+                               f"decided by the rule '{NETWORK_RULE}'",
+                               hint="package them with --division closed or open; serve "
+                               "from another host for the network division")
+        backends = sorted({r.backend for r in runs})
+        raise PackageError(f"these runs computed in the benchmark's own process (backend "
+                           f"{', '.join(backends)}), no server on another host: decided by "
+                           f"the rule '{NETWORK_RULE}'", hint="use --division closed or open")
     return is_network
+
+
+def _derivations(runs: list[RunResult]) -> str:
+    """How each run's server location was derived, as recorded."""
+    found = sorted({str(t.backend.get("details", {}).get("server_location_from", ""))
+                    for run in runs for t in run.tests} - {""})
+    return "; ".join(found) or "no derivation recorded"
 
 
 def _model_division(runs: list[RunResult], division: str) -> None:
@@ -124,6 +145,16 @@ def recorded_network_fields(runs: list[RunResult]) -> dict[str, str]:
             details: dict[str, str] = backend.get("details", {})
             servers.add(str(backend.get("version", "")))
             clients.add(details.get("client", ""))
+            if "urls" in details:  # an endpoint backend: HTTP, the engine's own server
+                urls = [u for u in str(details["urls"]).split(", ") if u]
+                protocols.update(f"{u.split('://')[0].upper()} (OpenAI streaming, SSE)"
+                                 for u in urls if "://" in u)
+                servers.discard(str(backend.get("version", "")))
+                clients.add(f"{backend.get('name')} client ({backend.get('version', '')})")
+                engine = str(details.get("engine", "unreported"))
+                servers.add(f"{engine} {details.get('engine_version', '')}".strip())
+                endpoints = max(endpoints, len(urls))
+                continue
             found = [v for k, v in details.items() if k.startswith("endpoint") and k[8:].isdigit()]
             endpoints = max(endpoints, len(found))
             for entry in found:  # "<url> <transport> server=..."

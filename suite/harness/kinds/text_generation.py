@@ -16,12 +16,19 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from suite.errors import BackendError, ConfigError, SuiteError
 from suite.harness.kinds.base import BuiltSut, CompliancePlan, KindStrategy, Prepared
 from suite.models import Kind, ModelIdentity
-from suite.results import AccuracyResult, ComplianceResult, RunResult, Status, TestResult
+from suite.results import (
+    AccuracyResult,
+    Claim,
+    ComplianceResult,
+    RunResult,
+    Status,
+    TestResult,
+)
 from suite.scenarios import Scenario
 
 if TYPE_CHECKING:
@@ -30,7 +37,12 @@ if TYPE_CHECKING:
     from suite.config.rules import ModelRules
     from suite.harness.progress import ProgressCallback
     from suite.llm.card import LLMCard
-    from suite.llm.contract import EndpointGenerator, GeneratingBackend, InProcessGenerator
+    from suite.llm.contract import (
+        EndpointGenerator,
+        GeneratingBackend,
+        InProcessGenerator,
+        StatedWeights,
+    )
     from suite.llm.dataset import LLMDataset
     from suite.paths import Paths
 
@@ -64,13 +76,18 @@ class TextGenerationKind(KindStrategy):
         from suite.llm.card import load_llm_card, verify_weights
 
         card = load_llm_card(paths, config.benchmark)
-        sha = verify_weights(card)
+        backend = _backend(config)
+        stated = backend.stated
+        # A remote engine's weights are not ours to hash: never the local file's digest
+        model = ModelIdentity(verify_weights(card), "closed") if stated is None \
+            else _served_model(card, stated)
         dataset = _dataset(card, config)
-        reasons = _backend(config).preflight(card, dataset.prompts[0],
-                                             dataset.tokenizer.encode_text,
-                                             dataset.tokenizer.decode)
-        return TextGenerationPrepared(ModelIdentity(sha, "closed"), dataset.total_count,
-                                      reasons, card=card, dataset=dataset)
+        reasons = backend.preflight(card, dataset.prompts[0], dataset.tokenizer.encode_text,
+                                    dataset.tokenizer.decode)
+        if stated is not None:
+            reasons += _unstated(stated, model)
+        return TextGenerationPrepared(model, dataset.total_count, reasons, card=card,
+                                      dataset=dataset, stated=stated)
 
     def build_sut(self, home: Path, config: RunConfig, enter: Callable[[str], None],
                   on_drain: Callable[[], None]) -> BuiltSut:
@@ -100,9 +117,45 @@ class TextGenerationKind(KindStrategy):
         return llm.generation.response_dtype, root if known else ""
 
     def local_model_digest(self, paths: Paths, benchmark: str) -> str:
+        """The card's local weights (for a run the suite computed itself; an endpoint
+        run's replay never compares with it: ``suite.audit.steps``)."""
         from suite.llm.card import load_llm_card, verify_weights
 
         return verify_weights(load_llm_card(paths, benchmark))
+
+
+def _served_model(card: LLMCard, stated: StatedWeights) -> ModelIdentity:
+    """A served model's identity: the submitter's stated digest (not verified), closed
+    only where one is stated and, for a card with reference weights of its own, equals
+    theirs; open otherwise, saying why."""
+    from suite.llm.card import verify_weights
+
+    source: Literal["stated by the submitter, not verified", "not recorded"] = (
+        "stated by the submitter, not verified" if stated.sha256 else "not recorded")
+    if not stated.sha256:
+        return ModelIdentity("", "open", "backend.openai.stated_weights_sha256 is empty: "
+                             "the suite cannot see a remote engine's weights, so nothing "
+                             "says they are the reference weights (open division); state "
+                             "the sha256 of the reference weights the served model was made "
+                             "from", source)
+    reference = verify_weights(card) if card.model.source != "user" else ""
+    if reference and stated.sha256 != reference:
+        return ModelIdentity(stated.sha256, "open", f"the stated weights sha256 "
+                             f"{stated.sha256} is not the card's reference weights "
+                             f"({reference}): open division", source)
+    return ModelIdentity(stated.sha256, "closed", sha256_source=source)
+
+
+def _unstated(stated: StatedWeights, model: ModelIdentity) -> list[str]:
+    """Why an endpoint run is not submittable for want of a statement."""
+    reasons = [model.reason] if model.reason else []
+    if not stated.precision:
+        reasons.append("backend.openai.stated_precision is empty: the weights' data type "
+                       "the engine runs is not recorded")
+    if not stated.quantization:
+        reasons.append("backend.openai.stated_quantization is empty: what was done to the "
+                       "reference weights is not recorded (state 'none' if nothing)")
+    return reasons
 
 
 def _in_process_sut(backend: GeneratingBackend, card: LLMCard, config: RunConfig,
@@ -140,6 +193,7 @@ def _endpoint_sut(backend: GeneratingBackend, card: LLMCard, config: RunConfig,
     from suite.harness.llm.endpoint_sut import EndpointSystemUnderTest
     from suite.harness.loadgen import TokenCompleter
     from suite.harness.sut.core import SystemUnderTest
+    from suite.llm.contract import StatedWeights
     from suite.llm.endpoint.workers import default_workers
 
     endpoint = cast("EndpointGenerator", backend)  # its ``serving`` says so
@@ -154,10 +208,12 @@ def _endpoint_sut(backend: GeneratingBackend, card: LLMCard, config: RunConfig,
                                   on_drain=on_drain,
                                   workers=default_workers() if workers < 0 else workers)
     details = {**record.details(), "client_workers": str(sut.workers)}
+    stated = endpoint.stated or StatedWeights()
+    # precision and quantization: the submitter's statement or nothing (packaging then
+    # refuses), never a phrase that reads as a record
     info = BackendInfo(name=endpoint.name, version=f"httptools {_version('httptools')}",
-                       device="remote", thread_safe=True,
-                       precision=f"as served by {details['engine']}",
-                       weight_transformations="as served", details=details)
+                       device="remote", thread_safe=True, precision=stated.precision,
+                       weight_transformations=stated.quantization, details=details)
     # ``run``: what each client process spent, filled in when the SUT stops (the key is
     # there from the start, so filling it never resizes the dict a status may be writing)
     backend_record = {**asdict(info), "run": {"client_workers": sut.workers}}
@@ -186,6 +242,33 @@ def _version(package: str) -> str:
 class TextGenerationPrepared(Prepared):
     card: LLMCard | None = None
     dataset: LLMDataset | None = None
+    #: an endpoint run's statement of its weights (None: the suite computed in-process)
+    stated: StatedWeights | None = None
+
+    def provenance(self, tests: list[TestResult]) -> dict[str, Claim]:
+        """An endpoint run's claims: the weights, precision and quantization as the
+        submitter stated them (not verified), and what the engine reported (its name and
+        version, where it loaded the weights from); in-process, the default."""
+        from suite.results import NOT_RECORDED, REPORTED_BY_ENGINE, STATED_BY_SUBMITTER, Claim
+
+        if self.stated is None:
+            return super().provenance(tests)
+        details: dict[str, Any] = tests[0].backend.get("details", {}) if tests else {}
+
+        def stated(value: str) -> Claim:
+            return Claim(value=value, source=STATED_BY_SUBMITTER if value else NOT_RECORDED)
+
+        def reported(*keys: str) -> Claim:
+            parts = [str(details.get(k) or "") for k in keys]
+            known = [p for p in parts if p and "unreported" not in p.split(", ")]
+            return Claim(value=" ".join(known),
+                         source=REPORTED_BY_ENGINE if known else NOT_RECORDED)
+
+        return {"weights": stated(self.stated.sha256),
+                "precision": stated(self.stated.precision),
+                "quantization": stated(self.stated.quantization),
+                "engine": reported("engine", "engine_version"),
+                "weights_location": reported("model_root")}
 
     def _parts(self) -> tuple[LLMCard, LLMDataset]:
         assert self.card is not None and self.dataset is not None
@@ -204,7 +287,8 @@ class TextGenerationPrepared(Prepared):
                               f"LLM benchmark {config.benchmark}",
                               hint="LLM benchmarks run TEST06")
         compliance_run.guard(config, paths.home)
-        return _Test06Plan(self._parts()[0], config.scenario is Scenario.OFFLINE)
+        return _Test06Plan(self._parts()[0], config.scenario is Scenario.OFFLINE,
+                           compliance_run.previous_attempts(config, test06.NAME))
 
     def score(self, test: TestResult, config: RunConfig) -> TestResult:
         from suite.llm.accuracy import score_log
@@ -265,11 +349,13 @@ class _Test06Plan(CompliancePlan):
     """TEST06: the run's LoadGen test under TEST06's audit.config (accuracy logged in
     performance mode); the verdict, from that accuracy log, decides the test's status."""
 
-    def __init__(self, card: LLMCard, offline: bool) -> None:
+    def __init__(self, card: LLMCard, offline: bool, attempts: list[str]) -> None:
         from suite.llm import test06
 
         self.name = test06.NAME
         self.card, self.offline = card, offline
+        #: the earlier attempts the records hold (this one is numbered after them)
+        self.attempts = attempts
         self.outcome: ComplianceResult | None = None
 
     @contextlib.contextmanager
@@ -299,8 +385,8 @@ class _Test06Plan(CompliancePlan):
         self.outcome = ComplianceResult(
             test=test06.NAME, reference_run="", passed=verdict.passed,
             verdicts={line.partition(":")[0]: line.partition(": ")[2] for line in lines[:3]},
-            evidence={test06.VERIFY_FILE: [*lines, *verdict.evidence]}, attempt=1,
-            previous_attempts=[])
+            evidence={test06.VERIFY_FILE: [*lines, *verdict.evidence]},
+            attempt=len(self.attempts) + 1, previous_attempts=list(self.attempts))
         # LoadGen's performance verdict of a 100-query audit run says nothing; TEST06's does.
         return test.model_copy(update={"status": Status.VALID if verdict.passed
                                        else Status.INVALID})

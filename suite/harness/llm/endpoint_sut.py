@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from suite.harness.loadgen import TokenCompleter
@@ -32,6 +32,14 @@ from suite.harness.sut.failures import FailureLog
 from suite.llm.dataset import LLMDataset, tokenizer_spec
 from suite.llm.endpoint.client import ClientSettings, EndpointClient
 from suite.llm.endpoint.workers import ClientWorkers, cpu_s, process_record
+
+
+def prompts_to_send(settings: ClientSettings,
+                    dataset: LLMDataset) -> Sequence[Sequence[int] | str]:
+    """What the engine gets for each sample: the dataset's ids, or, where the settings send
+    text, the dataset's own prompt text, never a decode of its ids (a decode drops special
+    tokens: tinylm's EOS paragraph separator)."""
+    return dataset.prompts_text if settings.text_prompt else dataset.prompts
 
 
 class EndpointSystemUnderTest:
@@ -62,8 +70,9 @@ class EndpointSystemUnderTest:
         tokenizer = dataset.tokenizer
         first = self._first if report_first_token else None
         self.workers = workers
+        self.prompts = prompts_to_send(settings, dataset)
         self.client: EndpointClient | ClientWorkers = (
-            ClientWorkers(settings, workers, dataset.prompts, tokenizer_spec(tokenizer),
+            ClientWorkers(settings, workers, self.prompts, tokenizer_spec(tokenizer),
                           first, self._done, self._error) if workers
             else EndpointClient(settings, tokenizer.encode_text, tokenizer.decode, first,
                                 self._done, self._error))
@@ -81,7 +90,7 @@ class EndpointSystemUnderTest:
                 self.completer.complete_empty(ids)
                 return
             self._outstanding.update(ids)
-        prompts = self.dataset.prompts
+        prompts = self.prompts
         self.client.submit([(qid, i, prompts[i]) for qid, i in zip(ids, indices, strict=True)])
 
     def flush(self) -> None:

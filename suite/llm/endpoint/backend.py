@@ -24,7 +24,7 @@ from pydantic import Field, field_validator
 from suite.backends.base import BackendOptions
 from suite.errors import ConfigError
 from suite.llm.card import LLMCard
-from suite.llm.contract import EndpointGenerator
+from suite.llm.contract import EndpointGenerator, StatedWeights
 from suite.llm.endpoint.client import ClientSettings, TokenSource
 
 #: ``extra_body`` fields that change nothing the engine computes or the run counts; any
@@ -68,6 +68,17 @@ class OpenAIOptions(BackendOptions):
     total_timeout_s: float = Field(default=600.0, gt=0, description="longest one request")
     max_in_flight: int = Field(default=256, ge=1, le=65536, description="requests in "
                                "flight at once, over all servers (per client process)")
+    stated_weights_sha256: str = Field(
+        default="", pattern=r"^[0-9a-f]{64}$|^$", description="the sha256 of the reference "
+        "weights the engine's model was made from, as the submitter states it (the suite "
+        "cannot see a remote engine's weights: recorded as 'stated by the submitter, not "
+        "verified'); empty: the run is open division")
+    stated_precision: str = Field(default="", description="the weights' data type the "
+                                  "engine runs (fp16, bf16, fp8, ...), as the submitter "
+                                  "states it; empty: not recorded (packaging refuses)")
+    stated_quantization: str = Field(default="", description="what was done to the "
+                                     "reference weights ('none', 'fp8 per-tensor', ...), as "
+                                     "the submitter states it; empty: not recorded")
     client_workers: int = Field(default=-1, ge=-1, le=64, description="client processes "
                                 "that stream the requests, each with its own event loop and "
                                 "connections; 0: a thread in LoadGen's process; -1: one per "
@@ -142,6 +153,12 @@ class OpenAIBackend(EndpointGenerator):
     @property
     def client_workers(self) -> int:
         return self.opts.client_workers
+
+    @property
+    def stated(self) -> StatedWeights:
+        o = self.opts
+        return StatedWeights(o.stated_weights_sha256, o.stated_precision.strip(),
+                             o.stated_quantization.strip())
 
     def preflight(self, card: LLMCard, prompt: list[int],
                   encode: Callable[[str], list[int]],

@@ -54,6 +54,10 @@ class EndpointRecord:
     token_source: str = ""
     prompt_as: str = ""
     api: str = ""
+    #: where the servers are, from the addresses the URLs' hosts resolve to
+    #: (``suite.backends.remote.server_location``: loopback, remote, mixed, unknown)
+    server_location: str = ""
+    server_location_from: str = ""
 
     def details(self) -> dict[str, str]:
         """``BackendInfo.details`` (strings): one line per fact."""
@@ -68,7 +72,9 @@ class EndpointRecord:
                 "server_header": first.server_header or "unreported",
                 "max_model_len": str(first.max_model_len or "unreported"),
                 "api": self.api, "prompt_as": self.prompt_as,
-                "token_source": self.token_source, "client_host": self.client_host}
+                "token_source": self.token_source, "client_host": self.client_host,
+                "server_location": self.server_location or "unknown",
+                "server_location_from": self.server_location_from or "not derived"}
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,8 +83,12 @@ class EndpointRecord:
 def check(settings: ClientSettings, prompt: list[int], encode: Any, decode: Any,
           timeout_s: float = 30.0) -> EndpointRecord:
     """Check every server (see the module docstring); the record of what they said."""
+    from suite.backends.remote import server_location
+
+    location, derivation = server_location(settings.urls)
     record = EndpointRecord(token_source=settings.token_source, prompt_as=settings.prompt_as,
-                            api=settings.api)
+                            api=settings.api, server_location=location,
+                            server_location_from=derivation)
     for url in settings.urls:
         record.servers.append(_describe(settings, url, timeout_s))
         _round_trip(replace(settings, urls=(url,), max_tokens=2, min_tokens=0),

@@ -127,6 +127,11 @@ class ClientSettings:
     def path(self) -> str:
         return "/v1/chat/completions" if self.api == "chat" else "/v1/completions"
 
+    @property
+    def text_prompt(self) -> bool:
+        """Whether prompts are sent as text (``prompt_as = "text"``, or the chat API)."""
+        return self.prompt_as == "text" or self.api == "chat"
+
     def body(self, prompt: Sequence[int] | str) -> dict[str, Any]:
         """One streaming request for ``prompt`` (ids, or text where ``prompt_as`` says)."""
         body: dict[str, Any] = {"model": self.model, "stream": True, "temperature": 0.0,
@@ -160,7 +165,7 @@ class EndpointClient:
         self._on_first, self._on_done, self._on_error = on_first, on_done, on_error
         self.loads, self._dumps = _json_loads(), _json_dumps()
         self._outstanding = dict.fromkeys(settings.urls, 0)
-        self._pending: deque[tuple[int, int, Sequence[int]]] = deque()
+        self._pending: deque[tuple[int, int, Sequence[int] | str]] = deque()
         self._in_flight = 0
         self._live: set[SseRequest] = set()  # on a connection: what the sweep checks
         self._sweeping = False
@@ -213,13 +218,14 @@ class EndpointClient:
         await asyncio.sleep(0)  # the transports' connection_lost
 
     # -- requests ----------------------------------------------------------------------
-    def submit(self, items: Sequence[tuple[int, int, Sequence[int]]]) -> None:
-        """Stream each (key, sample index, prompt ids); thread-safe. The index only names
-        the sample in an error."""
+    def submit(self, items: Sequence[tuple[int, int, Sequence[int] | str]]) -> None:
+        """Stream each (key, sample index, prompt); thread-safe. The prompt is the
+        dataset's ids, or its own text where the settings send text (``prompt_as =
+        "text"``, ``api = "chat"``). The index only names the sample in an error."""
         assert self._loop is not None
         self._loop.call_soon_threadsafe(self._spawn, list(items))
 
-    def _spawn(self, items: list[tuple[int, int, Sequence[int]]]) -> None:
+    def _spawn(self, items: list[tuple[int, int, Sequence[int] | str]]) -> None:
         # A queue and a count, not a semaphore and a task per request: at most
         # max_in_flight requests (and so connections) are open at once.
         self._pending.extend(items)
@@ -236,13 +242,17 @@ class EndpointClient:
         self._outstanding[url] += 1
         return url
 
-    def _begin(self, key: int, index: int, prompt: Sequence[int]) -> None:
+    def _begin(self, key: int, index: int, prompt: Sequence[int] | str) -> None:
         s = self.settings
         request = SseRequest(self, key, index, self._pick(), s.api == "chat")
         self.requests += 1
         try:
-            text_prompt = s.prompt_as == "text" or s.api == "chat"
-            body = self._dumps(s.body(self._decode(list(prompt)) if text_prompt else prompt))
+            # A run submits the dataset's own text when text is sent: a decode of the ids
+            # drops special tokens (tinylm's EOS paragraph separator). Ids reach here in
+            # text mode only from the pre-flight's one short request.
+            if s.text_prompt and not isinstance(prompt, str):
+                prompt = self._decode(list(prompt))
+            body = self._dumps(s.body(prompt))
         except Exception as exc:  # the tokenizer's or the encoder's: this request only
             self.report(request, StreamError(f"the request could not be made: "
                                              f"{type(exc).__name__}: {exc}"))

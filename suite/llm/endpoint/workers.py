@@ -65,7 +65,7 @@ def process_record(role: str, cpu_since: float | None, requests: int, chunks: in
             "requests": requests, "chunks": chunks, **more}
 
 
-def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]],
+def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int] | str],
             spec: tuple[str, Any, int], index: int = 0) -> None:
     """A worker process: stream what the parent sends, send back batches of events."""
     from suite.llm.dataset import tokenizer_from_spec
@@ -129,11 +129,12 @@ def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int]]
 class ClientWorkers:
     """N client processes behind the ``EndpointClient`` surface (see the module docstring)."""
 
-    def __init__(self, settings: ClientSettings, count: int, prompts: Sequence[Sequence[int]],
+    def __init__(self, settings: ClientSettings, count: int,
+                 prompts: Sequence[Sequence[int] | str],
                  tokenizer: tuple[str, Any, int], on_first: FirstCallback | None,
                  on_done: DoneCallback, on_error: ErrorCallback) -> None:
         self._settings, self._count = settings, count
-        self._prompts = [list(p) for p in prompts]
+        self._prompts = [p if isinstance(p, str) else list(p) for p in prompts]
         self._tokenizer = tokenizer
         self._on_first, self._on_done, self._on_error = on_first, on_done, on_error
         self._conns: list[Connection] = []
@@ -174,7 +175,7 @@ class ClientWorkers:
                                hint="set backend.openai.client_workers = 0 to stream from "
                                     "LoadGen's process") from None
 
-    def submit(self, items: Sequence[tuple[int, int, Sequence[int]]]) -> None:
+    def submit(self, items: Sequence[tuple[int, int, Sequence[int] | str]]) -> None:
         """Hand each (key, index, _) to the worker with the fewest outstanding."""
         by_worker: dict[int, list[tuple[int, int]]] = {}
         with self._lock:

@@ -38,7 +38,7 @@ def test_the_kind_is_decided_once_by_card_kind() -> None:
     callers = sorted(name for name, text in _sources().items()
                      if "card_kind(" in text and name != "suite/models.py")
     # the strategies' registry, the LLM card loader's own check, the audit's registry
-    assert callers == ["suite/audit/steps.py", "suite/harness/kinds/__init__.py",
+    assert callers == ["suite/audit/accuracy_step.py", "suite/harness/kinds/__init__.py",
                        "suite/llm/card.py"]
 
 

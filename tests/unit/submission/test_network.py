@@ -59,7 +59,7 @@ def test_the_records_decide_the_division() -> None:
     assert network_division([local], "closed") is False
     with pytest.raises(PackageError, match="network-division results, not closed"):
         network_division([remote], "closed")
-    with pytest.raises(PackageError, match="takes only runs of the remote backend"):
+    with pytest.raises(PackageError, match="computed in the benchmark's own process"):
         network_division([local], "network")
     with pytest.raises(PackageError, match="cannot be one system"):
         network_division([remote, local], "network")
@@ -70,9 +70,9 @@ def test_a_loopback_remote_run_is_no_network_sut() -> None:
     # packaged like a local run, with the local runs if need be
     assert network_division([loopback], "closed") is False
     assert network_division([loopback, _run("b", False)], "open") is False
-    with pytest.raises(PackageError, match=r"servers were not on another host "
-                       r"\(server_location: loopback\): the network division needs the SUT "
-                       "on another host than LoadGen"):
+    with pytest.raises(PackageError, match=r"servers were on this host, not another "
+                       r"\(server_location loopback: .*decided by the rule 'the network "
+                       "division needs the SUT on another host than LoadGen'"):
         network_division([loopback], "network")
 
 
@@ -106,3 +106,45 @@ def test_the_records_fill_what_they_know_and_the_user_the_rest() -> None:
     apply(local, [_run("b", False)], False, NETWORK_FIELDS, {}, unofficial=False)
     assert local == {}
 
+
+
+def _endpoint(name: str, location: str | None) -> RunResult:
+    """An ``openai`` run's record: its servers at ``location`` (None: a record made before
+    endpoint runs recorded where their servers were)."""
+    details = {"urls": "http://10.0.0.7:8000", "replicas": "1", "model": "tinylm",
+               "engine": "vllm", "engine_version": "0.32.0"}
+    if location is not None:
+        details |= {"server_location": location,
+                    "server_location_from": f"10.0.0.7 -> 10.0.0.7: {location}"}
+    backend = {"name": "openai", "version": "httptools 0.7.1", "device": "remote",
+               "details": details}
+    run = _run(name, False)
+    test = run.tests[0].model_copy(update={"backend": backend})
+    return run.model_copy(update={"backend": "openai", "tests": [test]})
+
+
+def test_an_endpoint_on_another_host_is_a_network_sut_and_the_rule_is_named() -> None:
+    remote = _endpoint("a", "remote")
+    assert network_division([remote], "network") is True
+    with pytest.raises(PackageError, match=r"on another host than LoadGen \(10.0.0.7 -> "
+                       r"10.0.0.7: remote\).*not closed: decided by the rule 'the network "
+                       "division needs the SUT on another host than LoadGen'"):
+        network_division([remote], "closed")
+    loopback = _endpoint("b", "loopback")
+    assert network_division([loopback], "closed") is False
+    with pytest.raises(PackageError, match="servers were on this host") as refused:
+        network_division([loopback], "network")
+    assert "locally" not in str(refused.value)
+
+
+def test_an_endpoint_record_without_a_location_is_not_called_local() -> None:
+    for division in ("closed", "network"):
+        with pytest.raises(PackageError, match="recorded no server_location"):
+            network_division([_endpoint("a", None)], division)
+
+
+def test_an_endpoint_record_fills_the_network_fields_it_knows() -> None:
+    assert recorded_network_fields([_endpoint("a", "remote")]) == {
+        "network_protocol": "HTTP (OpenAI streaming, SSE)",
+        "net_software_stack_loadgen": "openai client (httptools 0.7.1)",
+        "net_software_stack_sut": "vllm 0.32.0", "number_connections": "1"}
