@@ -355,11 +355,9 @@ def _exit_after_stop(state: _State, status: _Status, answered: threading.Event) 
     start = time.monotonic()
     whole = answered.wait(STOP_DEADLINE_S)
     time.sleep(LOG_FLUSH_S)
-    drained = "after the drain answered every outstanding sample" if whole else \
-        f"{STOP_DEADLINE_S:g} s into the drain, with samples still unanswered"
-    _exit_now(state, status, f"stopped {drained} ({time.monotonic() - start:.2f} s after "
-              "the stop), without waiting for LoadGen's schedule to end; the logs written "
-              "so far are kept")
+    _exit_now(state, status, "stopped without waiting for LoadGen's schedule to end; the "
+              "logs written so far are kept", drain_answered=whole,
+              exit_after_stop_s=round(time.monotonic() - start, 3))
 
 
 def _exit_after(state: _State, start: threading.Event | None, status: _Status, grace: float,
@@ -372,11 +370,12 @@ def _exit_after(state: _State, start: threading.Event | None, status: _Status, g
               "process exited with the logs written so far")
 
 
-def _exit_now(state: _State, status: _Status, note: str) -> None:
+def _exit_now(state: _State, status: _Status, note: str, **extra: Any) -> None:
     """Record the outcome and exit at once (unless LoadGen returned and recorded it)."""
     code = EXIT_INTERRUPTED if state.interrupted.is_set() else EXIT_FAILED
     if status.write("interrupted" if code == EXIT_INTERRUPTED else "failed", code, state.sut,
-                    stage="run", loadgen_returned=False, reason=state.reason, note=note):
+                    stage="run", loadgen_returned=False, reason=state.reason, note=note,
+                    **extra):
         if state.sut is not None:
             state.sut.abandon()
         sys.stdout.flush()

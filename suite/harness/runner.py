@@ -54,7 +54,7 @@ STARTUP_ALLOWANCE_S = 90.0
 #: interpreter: LoadGen handing an Offline query of millions of samples to Python takes
 #: seconds, and no thread of the child runs meanwhile. Its logs so far stay on disk
 #: (LoadGen's IO thread flushes them every 10 ms).
-STOP_KILL_S = 1.2
+STOP_KILL_S = 1.0
 #: The longest a child may stay in setup while it still beats (a model load, a cold
 #: TensorRT INT8 build, compiling every batch size): it catches a setup that hangs with
 #: its heartbeat thread alive. ``sut.setup_timeout_s`` overrides it where the config has it.
