@@ -25,8 +25,8 @@ from typing import IO, Any
 from suite.errors import BundleError
 from suite.models import sha256_file
 
-__all__ = ["ENVELOPE_NAME", "ArchiveContents", "read_archive", "sha256_file", "shown",
-           "tree_files", "write_archive"]
+__all__ = ["ENVELOPE_NAME", "MAX_BUNDLE_BYTES", "ArchiveContents", "copy_bundle",
+           "read_archive", "sha256_file", "shown", "tree_files", "write_archive"]
 
 ENVELOPE_NAME = "attestation.dsse.json"
 
@@ -269,6 +269,29 @@ def read_archive(path: Path) -> ArchiveContents:
             found.unreadable = f"{path.name}: corrupt archive ({exc})"
             found.problems.append(found.unreadable)
     return found
+
+
+def copy_bundle(bundle: Path, out: Path) -> str:
+    """Copy a bundle (a file or a pipe) to ``out`` in one capped pass; its sha256. A
+    ``BundleError`` for what cannot be one: not gzip (``/dev/zero``), over the cap."""
+    digest, total = hashlib.sha256(), 0
+    try:
+        with bundle.open("rb") as source, out.open("wb") as target:
+            if source.peek(2)[:2] != b"\x1f\x8b":
+                raise BundleError(f"{shown(bundle)}: not a gzip file, so not a bundle",
+                                  hint="give the .tar.gz that `suite sign` wrote")
+            while chunk := source.read(1 << 20):
+                total += len(chunk)
+                if total > MAX_BUNDLE_BYTES:
+                    raise BundleError(f"{shown(bundle)}: larger than {MAX_BUNDLE_BYTES:,} "
+                                      "bytes, so not a bundle", hint="give the .tar.gz that "
+                                      "`suite sign` wrote")
+                digest.update(chunk)
+                target.write(chunk)
+    except OSError as exc:
+        raise BundleError(f"{shown(bundle)}: cannot be read ({exc.strerror or exc})",
+                          hint="check the path and its permissions") from None
+    return digest.hexdigest()
 
 
 def _member(tar: tarfile.TarFile, member: tarfile.TarInfo, found: ArchiveContents) -> None:

@@ -185,3 +185,19 @@ def test_a_bundle_read_from_a_pipe_verifies_without_seeking(tmp_path: Path) -> N
         feeder.join()
         os.close(read_fd)
     assert found.problems == [] and sorted(found.digests) == ["a.txt", "d/b.txt"]
+
+
+def test_a_bundle_copy_stops_at_the_cap_with_one_line(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from suite.errors import BundleError
+    from suite.submission.bundle import archive
+
+    big = tmp_path / "big.tar.gz"
+    write_archive(big, {"noise.bin": os.urandom(2 << 20)})  # 2 MiB that gzip cannot shrink
+    monkeypatch.setattr(archive, "MAX_BUNDLE_BYTES", 1 << 20)
+    with pytest.raises(BundleError, match=r"big.tar.gz: larger than 1,048,576 bytes"):
+        archive.copy_bundle(big, tmp_path / "copy")
+    found = archive.read_archive(big)  # verify reads the same input under the same cap
+    assert found.unreadable and "larger than 1,048,576 bytes" in found.unreadable
