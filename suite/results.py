@@ -170,6 +170,10 @@ class ComplianceResult(_Frozen):
     evidence: dict[str, list[str]]
     attempt: int
     previous_attempts: list[str]
+    #: sha256 of each evidence file, by path relative to the run directory, taken when the
+    #: verdict was written: ``suite package`` copies a file only if it still hashes so.
+    #: Empty in records older than the field.
+    digests: dict[str, str] = {}
 
 
 class RunResult(_Frozen):

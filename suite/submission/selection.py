@@ -142,7 +142,7 @@ def stated_figure(run: RunResult, perf: PerformanceSummary | None,
 def compliance_runs(run_dir: Path, reference: RunResult) -> dict[str, list[RunResult]]:
     """Compliance runs beside ``run_dir`` made against ``reference`` (the run there) or
     its benchmark/scenario/backend, oldest first, by test; those against exactly this
-    reference come last (newest)."""
+    reference come last (newest). Each one's ``run_dir`` is where it was found."""
     found: dict[str, list[RunResult]] = {}
     for path in sorted(run_dir.parent.glob("*/result.json")):
         try:
@@ -153,7 +153,10 @@ def compliance_runs(run_dir: Path, reference: RunResult) -> dict[str, list[RunRe
         if comp is None or (other.benchmark, other.scenario, other.backend) != (
                 reference.benchmark, reference.scenario, reference.backend):
             continue
-        found.setdefault(comp.test, []).append(other)
+        # Its evidence is read from where it was found (under the --runs-dir given), never
+        # from the absolute path it recorded: a copied runs directory packages its own.
+        found.setdefault(comp.test, []).append(
+            other.model_copy(update={"run_dir": str(path.parent)}))
     for runs in found.values():
         runs.sort(key=lambda r: (r.compliance is not None
                                  and r.compliance.reference_run == str(run_dir), r.run_id))
