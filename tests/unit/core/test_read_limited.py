@@ -79,3 +79,11 @@ def test_records_and_logs_over_their_caps_are_refused(tmp_path: Path,
     with pytest.raises(InputTooLarge, match=r"accuracy log .*big\.json is larger than 1,000"):
         read_accuracy_entries(big)
     assert paths.regular_file_problem(big, 2000) is None
+
+
+@pytest.mark.skipif(not ZERO.exists(), reason="no /dev/zero on this system")
+def test_an_endless_system_description_ends_in_one_error() -> None:
+    from suite.submission.system_description import read_user_toml
+
+    with pytest.raises(InputTooLarge, match="system description file"):
+        read_user_toml(ZERO)  # `suite system --config` and `package --system-config`
