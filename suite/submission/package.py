@@ -37,7 +37,7 @@ from suite.config.rules import RuleSet, SubmissionRules
 from suite.errors import SuiteError
 from suite.logs import parse_detail_log
 from suite.models import load_card, sha256_file
-from suite.paths import Paths
+from suite.paths import ACCURACY_LOG_LIMIT, RECORD_FILE_LIMIT, Paths, regular_file_problem
 from suite.results import RunResult, token_metrics
 from suite.submission.safety import PackageError, Precision, recorded_precision, refuse_links
 from suite.submission.selection import (
@@ -146,7 +146,7 @@ def write_evidence(out: Path, cand: Candidate) -> None:
     recompute accuracy, and its sha256 must equal the ``hash=`` line of accuracy.txt.
     """
     out.mkdir(parents=True)
-    config = json.loads((cand.run_dir / "config.json").read_text())
+    config = json.loads(_capped(cand.run_dir / "config.json", RECORD_FILE_LIMIT))
     (out / "run.json").write_text(json.dumps({
         "run_id": cand.run.run_id, "benchmark": cand.run.benchmark,
         "scenario": cand.run.scenario, "backend": cand.run.backend, "round": cand.run.round,
@@ -175,10 +175,11 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
     for name in _ACC_FILES:
         if (acc / name).is_file():
             shutil.copyfile(acc / name, out / "accuracy" / name)
-    full = (acc / "mlperf_log_accuracy.json").read_bytes()
+    full = _capped(acc / "mlperf_log_accuracy.json", ACCURACY_LOG_LIMIT)
     (out / "accuracy" / "mlperf_log_accuracy.json").write_bytes(
         truncate_accuracy_log(full, sub.truncate_keep_chars))
-    metric_lines = [line for line in (acc / "accuracy.txt").read_text().splitlines()
+    metric_lines = [line for line in _capped(acc / "accuracy.txt", RECORD_FILE_LIMIT).decode(
+                        "utf-8", "replace").splitlines()
                     if line.strip() and not line.startswith("hash=")]
     metric_lines.append(f"hash={hashlib.sha256(full).hexdigest()}")
     (out / "accuracy" / "accuracy.txt").write_text("\n".join(metric_lines) + "\n")
@@ -206,6 +207,14 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
             readme.write("\nCompliance attempts (all of them; the newest passing one is "
                          "packaged):\n\n")
             readme.writelines(f"- {line}\n" for line in attempts)
+
+
+def _capped(path: Path, limit: int) -> bytes:
+    """A run's file, whole, if it is a regular file within ``limit`` bytes."""
+    if (problem := regular_file_problem(path, limit)) is not None:
+        raise PackageError(f"{path} is {problem}; packaging copies a run's own files",
+                           hint="replace it with the run's file, or re-run")
+    return path.read_bytes()
 
 
 def _model_files(paths: Paths, benchmark: str, run: RunResult) -> tuple[str, str]:
@@ -261,7 +270,7 @@ def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
                    None)
         if log is not None:
             (target / "accuracy").mkdir()
-            full = log.read_bytes()
+            full = _capped(log, ACCURACY_LOG_LIMIT)
             (target / "accuracy" / "mlperf_log_accuracy.json").write_bytes(
                 truncate_accuracy_log(full, sub.truncate_keep_chars))
             (target / "accuracy" / "accuracy.txt").write_text(
