@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from suite.errors import SuiteError
+from suite.errors import InputTooLarge, SuiteError
 from suite.logs import ACCURACY_LOG
 from suite.models import sha256_file
+from suite.paths import ACCURACY_LOG_LIMIT, regular_file_problem
 from suite.results import AccuracyResult
 
 ACCURACY_TXT = "accuracy.txt"
@@ -28,6 +29,9 @@ def read_accuracy_entries(path: Path) -> list[dict[str, Any]]:
     """The entries of a LoadGen ``mlperf_log_accuracy.json``; one clear error when the
     file is missing or not JSON (a crashed run leaves a lone ``[``)."""
     try:
+        if (problem := regular_file_problem(path, ACCURACY_LOG_LIMIT)) is not None:
+            raise InputTooLarge(f"accuracy log {path} is {problem}",
+                                hint="check the path: it should name LoadGen's accuracy log")
         entries: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SuiteError(f"accuracy log {path} is missing") from None

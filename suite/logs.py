@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from suite.errors import SuiteError
+from suite.errors import InputTooLarge, SuiteError
+from suite.paths import DETAIL_LOG_LIMIT, regular_file_problem
 
 DETAIL_LOG = "mlperf_log_detail.txt"
 SUMMARY_LOG = "mlperf_log_summary.txt"
@@ -38,6 +39,9 @@ def parse_detail_log(path: Path) -> DetailLog:
     if not path.is_file():
         raise SuiteError(f"LoadGen detail log {path} is missing",
                          hint="the test did not reach LoadGen's logging; see harness.log")
+    if (problem := regular_file_problem(path, DETAIL_LOG_LIMIT)) is not None:
+        raise InputTooLarge(f"LoadGen detail log {path} is {problem}",
+                            hint="check the path: it should name LoadGen's detail log")
     log = DetailLog(path)
     with path.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,6 +132,24 @@ def _require(home: Path, hint: str) -> None:
 #: Caps on the files a user names, far above any real one of its kind.
 KEY_FILE_LIMIT = 64 << 10
 CONFIG_FILE_LIMIT = 4 << 20
+#: A run's or a tree's records (result.json, config.json, accuracy.txt, measurements.json,
+#: system JSON), its LoadGen detail log, and its accuracy log (a round LLM's full log is a
+#: few hundred MB), as check, show, diff, report, package and audit read them.
+RECORD_FILE_LIMIT = 64 << 20
+DETAIL_LOG_LIMIT = 1 << 30
+ACCURACY_LOG_LIMIT = 4 << 30
+
+
+def regular_file_problem(path: Path, limit: int) -> str | None:
+    """Why ``path`` is no file to read whole ("not a regular file": a FIFO would block, a
+    device never ends; or larger than ``limit``), from ``stat`` alone (nothing is opened);
+    ``None`` if it is one. ``OSError`` (missing, no access) is the caller's to word."""
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_size > limit:
+        return f"larger than {limit:,} bytes"
+    return None
 
 
 def read_limited(path: Path, limit: int, what: str) -> bytes:

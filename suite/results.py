@@ -204,6 +204,10 @@ class ComplianceResult(_Frozen):
     evidence: dict[str, list[str]]
     attempt: int
     previous_attempts: list[str]
+    #: sha256 of each evidence file, by path relative to the run directory, taken when the
+    #: verdict was written: ``suite package`` copies a file only if it still hashes so.
+    #: Empty in records older than the field.
+    digests: dict[str, str] = {}
 
 
 class RunResult(_Frozen):
@@ -249,6 +253,10 @@ class RunResult(_Frozen):
 
     @classmethod
     def load(cls, path: Path) -> RunResult:
+        from suite.paths import RECORD_FILE_LIMIT, regular_file_problem
+
+        if (problem := regular_file_problem(path, RECORD_FILE_LIMIT)) is not None:
+            raise ValueError(f"{path}: {problem}, so not a result.json")
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         version = data.get("schema_version")
         if version == 1:  # the v2 fields have defaults: closed division, no dataset record

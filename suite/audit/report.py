@@ -6,7 +6,10 @@ The JSON schema is generated from ``AuditReport`` (``suite/schemas/``).
 
 Schema versions: 1 the checks; 2 adds ``attempts``: for each packaged result, every
 attempt its bundle records (``evidence/<result>/attempts.json``, written by ``suite
-package``), so an auditor sees what was tried before the chosen result.
+package``), so an auditor sees what was tried before the chosen result; 3 adds
+``outcome`` and ``exit_code``: ``passed`` says only that every check passed, which an
+unofficial bundle's accepted known errors also do (exit 2, not valid); ``outcome`` is
+the one field to read.
 """
 
 from __future__ import annotations
@@ -17,13 +20,13 @@ import json
 import os
 import tarfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 from suite.findings import Finding, Severity
 
-AUDIT_SCHEMA_VERSION = 2
+AUDIT_SCHEMA_VERSION = 3
 AUDIT_PREDICATE_TYPE = "https://infersuite.dev/attestation/audit/v1"
 
 
@@ -114,11 +117,21 @@ class AuditReport(BaseModel):
         """The last line the CLI prints, in the JSON too."""
         return verdict_line(self)
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def outcome(self) -> Literal["PASSED", "PASSED_WITH_KNOWN_ERRORS", "FAILED"]:
+        """The verdict for a program: PASSED only for a clean pass (exit 0); an unofficial
+        bundle whose known errors the checks accepted is not valid (exit 2)."""
+        if not self.passed:
+            return "FAILED"
+        return "PASSED_WITH_KNOWN_ERRORS" if self.known_errors else "PASSED"
+
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def exit_code(self) -> int:
         """0 only for a clean pass: a failed check, or a pass that accepted an unofficial
         bundle's known errors (the bundle is not valid), is 2."""
-        return 0 if self.passed and not self.known_errors else 2
+        return 0 if self.outcome == "PASSED" else 2
 
     def add(self, step: int, name: str, passed: bool, evidence: list[str],
             result: str | None = None, known_errors: int = 0) -> Check:

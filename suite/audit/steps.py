@@ -28,7 +28,7 @@ from suite.backends import BUILTIN
 from suite.errors import SuiteError
 from suite.paths import Paths
 from suite.results import Status
-from suite.submission.bundle.archive import ENVELOPE_NAME, _unsafe
+from suite.submission.bundle.archive import ENVELOPE_NAME, _unsafe, copy_bundle
 from suite.submission.bundle.keys import load_public
 from suite.submission.bundle.verify import verify_bundle
 
@@ -41,15 +41,15 @@ def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir
           ) -> AuditReport:
     """Run the audit; ``work_dir`` receives a private copy of the bundle and the
     extracted tree (it must be empty). ``inputs``: the auditor's copies of a round LLM's
-    dataset file and model directory. Never raises: every failure is a failed check."""
+    dataset file and model directory. Every failure is a failed check, except a file that
+    cannot be a bundle at all (not gzip, over ``MAX_BUNDLE_BYTES``): a ``BundleError``."""
     inputs = inputs or AuditData()
     work_dir.mkdir(parents=True, exist_ok=True)
-    # One read of the bundle; every later step reads this private copy only, and the
-    # extraction re-hashes each file against the digests that verification returned.
-    data = bundle.read_bytes()
+    # One capped read of the bundle (a file or a pipe); every later step reads this
+    # private copy only, and the extraction re-hashes each file against the digests that
+    # verification returned. What cannot be a bundle at all is a BundleError, as in verify.
     private = work_dir / "bundle.tar.gz"
-    private.write_bytes(data)
-    report = AuditReport(bundle=str(bundle), bundle_sha256=hashlib.sha256(data).hexdigest())
+    report = AuditReport(bundle=str(bundle), bundle_sha256=copy_bundle(bundle, private))
     with step(report, 1, "signature and file list"):
         verification = verify_bundle(private, load_public(public_key))
         evidence = [f"{verification.files} files"] + verification.problems + [

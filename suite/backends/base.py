@@ -86,10 +86,19 @@ def importable(module: str) -> bool:
     """Whether ``module`` can be imported, without importing it (a dotted name imports its
     parent package only). ``find_spec`` raises, rather than answering, when the parent of
     a dotted name is missing (``tritonclient.grpc`` without ``tritonclient``)."""
+    return import_problem(module) is None
+
+
+def import_problem(module: str) -> str | None:
+    """Why ``module`` cannot be imported ("missing", or what importing its installed
+    parent package raised: an ``ImportError`` of a broken install, anything its code
+    raises), or ``None``; imports nothing but a dotted name's parent."""
     try:
-        return importlib.util.find_spec(module) is not None
+        return None if importlib.util.find_spec(module) is not None else "missing"
     except (ModuleNotFoundError, ValueError):
-        return False
+        return "missing"
+    except (Exception, SystemExit) as exc:  # the parent is installed; its import failed
+        return f"installed, but importing it raised {type(exc).__name__}: {exc}"
 
 
 @runtime_checkable
@@ -166,8 +175,10 @@ class BackendCore:
     @classmethod
     def unavailable_reason(cls) -> str | None:
         """Why this backend cannot run here, or ``None`` if it can (imports nothing)."""
-        missing = [req for module, req in cls.requires if not importable(module)]
-        reasons = []
+        problems = {req: import_problem(module) for module, req in cls.requires}
+        missing = [req for req, problem in problems.items() if problem == "missing"]
+        reasons = [f"{req} is {problem}" for req, problem in problems.items()
+                   if problem not in (None, "missing")]
         if missing:
             reasons.append(f"missing package(s) {', '.join(missing)}: install with "
                            f"`{cls.install_command(missing)}`")

@@ -75,6 +75,8 @@ def _passed(ctx: ResultContext, test: str, path: Path) -> None:
                 ctx.add(RuleId.COMP_PASS, path, f"{test} verification did not pass",
                         expected="; ".join(" | ".join(g) for g in groups),
                         found="missing: " + "; ".join(missing))
+            elif test == "TEST06" and ctx.strict:
+                _test06_recomputed(ctx, path.parent)
             return
         marker = ctx.sub.compliance_pass_marker
         if any(marker in line for line in lines):
@@ -90,6 +92,81 @@ def _passed(ctx: ResultContext, test: str, path: Path) -> None:
             return
         ctx.add(RuleId.COMP_PASS, path, f"{test} verification did not pass",
                 expected=marker, found=(text.strip().splitlines() or ["empty"])[-1])
+
+
+def _test06_recomputed(ctx: ResultContext, test_dir: Path) -> None:
+    """TEST06 from its accuracy log, never from ``verify_accuracy.txt``'s text (a hand-
+    edited file claimed a pass over an empty log). The tree's copy of the log may be
+    truncated; ``suite package`` keeps the whole one under ``evidence/<result>/TEST06/``,
+    taken only if its sha256 is the ``hash=`` line of ``TEST06/accuracy/accuracy.txt``."""
+    from suite.accuracy import read_accuracy_entries
+    from suite.errors import SuiteError
+    from suite.llm.test06 import verify_entries
+
+    log = next((p for p in (test_dir / "accuracy" / "mlperf_log_accuracy.json",
+                            test_dir / "mlperf_log_accuracy.json") if p.is_file()), None)
+    found = _whole_test06_log(ctx, test_dir, log)
+    if log is None or found is None:
+        ctx.add(RuleId.COMP_PASS, test_dir, "TEST06 cannot be recomputed: "
+                + ("no accuracy log" if log is None else "its accuracy log is truncated and "
+                   "evidence/ holds no whole copy with the hash accuracy.txt names"),
+                expected="TEST06's accuracy log (mlperf_log_accuracy.json)", found="missing",
+                hint="package the run again with `suite package`: verify_accuracy.txt "
+                "alone is no evidence")
+        return
+    try:
+        entries = read_accuracy_entries(found)
+    except (SuiteError, OSError, UnicodeDecodeError) as exc:
+        ctx.add(RuleId.COMP_PASS, found, "TEST06's accuracy log is unreadable",
+                expected="LoadGen's mlperf_log_accuracy.json", found=str(exc))
+        return
+    eos = _eos_id(ctx)
+    verdict = verify_entries(entries if isinstance(entries, list) else [],
+                             ctx.dir_scenario == "Offline", -1 if eos is None else eos)
+    if not verdict.passed:
+        ctx.add(RuleId.COMP_PASS, found, "TEST06 recomputed from its accuracy log does not "
+                "pass, whatever verify_accuracy.txt says",
+                expected="every check passes on the logged samples",
+                found="; ".join([*verdict.lines(), *verdict.evidence[:3]]))
+
+
+def _whole_test06_log(ctx: ResultContext, test_dir: Path, log: Path | None) -> Path | None:
+    """``log`` if it is whole JSON, else the evidence copy whose sha256 matches."""
+    import hashlib
+    import json
+
+    if log is None:
+        return None
+    try:
+        json.loads(log.read_bytes())
+        return log
+    except (ValueError, OSError):
+        pass
+    recorded = [line.removeprefix("hash=").strip() for line in
+                (read_text(test_dir / "accuracy" / "accuracy.txt") or "").splitlines()
+                if line.startswith("hash=")]
+    copy = ctx.root / "evidence" / ctx.result_id / test_dir.name / log.name
+    if recorded and copy.is_file() and \
+            hashlib.sha256(copy.read_bytes()).hexdigest() == recorded[-1]:
+        return copy
+    return None
+
+
+def _eos_id(ctx: ResultContext) -> int | None:
+    """The EOS token id of the model's card, if the suite has one (else the EOS check
+    cannot fail, and only the first-token and length checks decide)."""
+    from suite.errors import SuiteError
+    from suite.llm.card import load_llm_card
+    from suite.paths import find_paths
+
+    paths = find_paths()
+    for name, bench in ctx.rules.benchmarks.items():
+        if bench.checker_model == ctx.model_name or name == ctx.benchmark:
+            try:  # the LLM card loader refuses a card of another kind, or none
+                return load_llm_card(paths, name).tokenizer.eos_id
+            except SuiteError:
+                continue
+    return None
 
 
 def _test01_fallback(ctx: ResultContext, acc_dir: Path) -> str | None:

@@ -24,6 +24,7 @@ from suite.checker.findings import RULES, Finding, RuleId, Severity
 from suite.config.rules import ModelRules, RuleSet, SubmissionRules
 from suite.errors import SuiteError
 from suite.logs import DetailLog, parse_detail_log
+from suite.paths import RECORD_FILE_LIMIT, regular_file_problem
 from suite.scenarios import Scenario
 
 _PREFIX = ":::MLLOG "
@@ -187,6 +188,8 @@ def log_problem(path: Path, log: DetailLog | None, reason: str | None = None) ->
 def read_json(path: Path) -> tuple[Any, str | None]:
     """``(value, None)`` or ``(None, why not)``."""
     try:
+        if (problem := regular_file_problem(path, RECORD_FILE_LIMIT)) is not None:
+            return None, problem
         return json.loads(path.read_text(encoding="utf-8")), None
     except FileNotFoundError:
         return None, "missing"
@@ -200,6 +203,8 @@ def read_json(path: Path) -> tuple[Any, str | None]:
 
 def read_text(path: Path) -> str | None:
     try:
+        if regular_file_problem(path, RECORD_FILE_LIMIT) is not None:
+            return None
         return path.read_text(encoding="utf-8", errors="replace")
     except (OSError, ValueError):
         return None

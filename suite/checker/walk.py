@@ -319,4 +319,23 @@ def _check_run_dir(path: Path, rules: RuleSet, sub: SubmissionRules,
             ctx.add(RuleId.TREE_LAYOUT, path / "config.json", "unknown benchmark or scenario",
                     expected=json.dumps(sorted(rules.benchmarks)),
                     found=f"{benchmark} {scen_name}", severity=RULES[RuleId.TREE_SRC].severity)
+        if run:
+            _unpackageable(ctx, path)
     _check_result(ctx, report)
+
+
+def _unpackageable(ctx: ResultContext, run_dir: Path) -> None:
+    """What ``package`` and ``sign`` refuse, said by ``check`` too: a symbolic link (it
+    would copy whatever it points to) and a name that is not UTF-8 (a bundle names its
+    files in UTF-8)."""
+    for found in sorted(run_dir.rglob("*")):
+        shown = os.fsencode(found).decode("utf-8", "backslashreplace")
+        if found.is_symlink():
+            ctx.add(RuleId.TREE_LAYOUT, found, f"{shown} is a symbolic link; package and "
+                    "sign take a run's own files only", expected="a regular file",
+                    found=f"a link to {os.readlink(found)}",
+                    hint="replace the link with the run's file, or re-run")
+        elif shown != str(found):  # the location too is shown, never the raw bytes
+            ctx.add(RuleId.TREE_LAYOUT, Path(shown), f"{shown}: the name is not UTF-8; a bundle "
+                    "names its files in UTF-8", expected="a UTF-8 name", found=shown,
+                    hint="rename it, or move it out of the run directory")

@@ -114,6 +114,7 @@ def verdict(test: ComplianceTest, reference: RunResult, result: RunResult, run_d
     for item in verdicts:
         item.write(run_dir)
     return ComplianceResult(
+        digests=evidence_digests(run_dir),
         test=test.name,
         reference_run=reference.run_dir,
         passed=all(v.passed for v in verdicts),
@@ -122,3 +123,19 @@ def verdict(test: ComplianceTest, reference: RunResult, result: RunResult, run_d
         attempt=len(attempts) + 1,
         previous_attempts=attempts,
     )
+
+
+#: What ``suite package`` copies from a compliance run, relative to its directory (those
+#: present are hashed into the record when the verdict is written).
+EVIDENCE_FILES = ("performance/mlperf_log_detail.txt", "performance/mlperf_log_summary.txt",
+                  "verify_accuracy.txt", "verify_performance.txt",
+                  "accuracy/mlperf_log_accuracy.json", "accuracy/baseline_accuracy.txt",
+                  "accuracy/compliance_accuracy.txt", "performance/mlperf_log_accuracy.json")
+
+
+def evidence_digests(run_dir: Path) -> dict[str, str]:
+    """sha256 of each ``EVIDENCE_FILES`` file present under ``run_dir``."""
+    from suite.models import sha256_file
+
+    return {rel: sha256_file(run_dir / rel) for rel in EVIDENCE_FILES
+            if (run_dir / rel).is_file()}

@@ -89,6 +89,12 @@ def read_toml(path: Path) -> dict[str, Any]:
     if path.is_dir():
         raise ConfigError(f"config file {path} is a directory",
                           hint="name a TOML file, e.g. --config my_settings.toml")
+    if path.is_fifo():
+        # The linter and the loader each read the file, and a pipe gives its bytes once
+        # (the second open waits forever); stat() opens nothing. A device is capped below.
+        raise ConfigError(f"config file {path} is not a regular file (a pipe)",
+                          hint="save the settings to a file and name it, e.g. --config "
+                          "my_settings.toml")
     try:
         data = read_limited(path, CONFIG_FILE_LIMIT, "config file")
     except FileNotFoundError:

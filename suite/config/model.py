@@ -17,8 +17,9 @@ from suite.scenarios import Mode, Scenario
 #: more than any accelerator holds; a larger value is a typo (an extra digit or two),
 #: and it would size the SUT's staging buffers before anything else could fail.
 MAX_BATCH_SIZE = 65_536
-#: Worker threads or processes: far above what any machine runs well (2,000 on two cores
-#: did not finish a 1 s test in 90 s); the linter warns well below it.
+#: Worker threads or processes (``sut.workers``, ``data.preprocess_workers``): far above
+#: what any machine runs well (2,000 on two cores did not finish a 1 s test in 90 s); the
+#: linter warns well below it.
 MAX_WORKERS = 256
 #: The highest query rate a config may ask for: one query per nanosecond, the
 #: resolution of LoadGen's clock. A higher rate cannot be scheduled, and LoadGen would
@@ -91,7 +92,8 @@ class DataConfig(_Section):
     dataset_dir: str = Field(default="", description="dataset directory (e.g. ImageNet val)")
     model_path: str = Field(default="", description="the model file, for user-supplied models")
     cache_dir: str = Field(default="", description="preprocessing cache; default <home>/cache")
-    preprocess_workers: int = Field(default=0, ge=0, description="0: one per CPU core")
+    preprocess_workers: int = Field(default=0, ge=0, le=MAX_WORKERS,
+                                    description=f"0: one per CPU core; at most {MAX_WORKERS}")
     layout: Literal["auto", "NCHW", "NHWC"] = Field(
         default="auto", description="input layout; auto: the model card's")
 

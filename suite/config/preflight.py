@@ -10,8 +10,8 @@
 * ``LINT-FIXED`` (warning): an override of a value the round fixes (a minimum lowered):
   the run will not be submittable, said up front; ``--quick``'s own values are not
   overrides (its non-submittable reason says so once);
-* ``LINT-WORKERS`` (warning): more SUT workers than ``WORKERS_PER_CORE`` per CPU core,
-  which only contend (``suite tune`` finds the count that serves best);
+* ``LINT-WORKERS`` (warning): more SUT or preprocessing workers than ``WORKERS_PER_CORE``
+  per CPU core, which only contend (``suite tune`` finds the count that serves best);
 * ``LINT-DURATION`` (error; a warning when forced): a performance test predicted to
   last longer than ``MAX_PREDICTED_S`` (7 days).
 
@@ -203,13 +203,15 @@ def _inspect(config: RunConfig, report: LintReport, forced: bool = False) -> Non
             f"sut.worker_model = 'processes' is implemented for Server only, not "
             f"{config.scenario.value}", "leave it unset (threads) for this scenario"))
     cores = os.cpu_count() or 1
-    if config.sut.workers > WORKERS_PER_CORE * cores:
-        report.findings.append(_finding(
-            "LINT-WORKERS", "warning", "sut.workers",
-            config.provenance.get("sut.workers", ""),
-            f"sut.workers = {config.sut.workers} on {cores} CPU core(s): more than "
-            f"{WORKERS_PER_CORE} per core only contend for them",
-            f"use at most {WORKERS_PER_CORE * cores}; `suite tune` finds the best count"))
+    for key, count, hint in (
+            ("sut.workers", config.sut.workers, "`suite tune` finds the best count"),
+            ("data.preprocess_workers", config.data.preprocess_workers,
+             "0 starts one process per core")):
+        if count > WORKERS_PER_CORE * cores:
+            report.findings.append(_finding(
+                "LINT-WORKERS", "warning", key, config.provenance.get(key, ""),
+                f"{key} = {count} on {cores} CPU core(s): more than {WORKERS_PER_CORE} per "
+                "core only contend for them", f"use at most {WORKERS_PER_CORE * cores}; {hint}"))
     report.predicted_queries, report.predicted_seconds = predict(config)
     _check_length(config, report, forced)
 

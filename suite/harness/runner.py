@@ -47,6 +47,12 @@ StageCallback = Callable[[str], None]
 LIVENESS_SLACK_S = 30.0
 #: Extra silence allowed before the first heartbeat: interpreter start and imports.
 STARTUP_ALLOWANCE_S = 90.0
+#: A child still alive this long after a stop request is ended (SIGKILL). It exits by
+#: itself within about 0.6 s (``child.STOP_DEADLINE_S``) unless one native call holds its
+#: interpreter: LoadGen handing an Offline query of millions of samples to Python takes
+#: seconds, and no thread of the child runs meanwhile. Its logs so far stay on disk
+#: (LoadGen's IO thread flushes them every 10 ms).
+STOP_KILL_S = 1.0
 #: The longest a child may stay in setup while it still beats (a model load, a cold
 #: TensorRT INT8 build, compiling every batch size): it catches a setup that hangs with
 #: its heartbeat thread alive. ``sut.setup_timeout_s`` overrides it where the config has it.
@@ -240,7 +246,9 @@ def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch,
                 now = time.monotonic()
                 if stop_deadline is not None and now > stop_deadline:
                     child.kill()
-                    killed = "the child did not stop after the interrupt"
+                    stop_deadline = None
+                    killed = (f"the child had not exited {STOP_KILL_S:g} s after the stop "
+                              "request and was ended")
                 elif now - watch.last_beat > _liveness_limit(config, watch):
                     child.kill()
                     killed = (f"the child sent no heartbeat for {now - watch.last_beat:.0f} s "
@@ -262,7 +270,7 @@ def _wait(child: subprocess.Popen[str], config: RunConfig, watch: _Watch,
                     assert child.stdin is not None
                     child.stdin.write("stop\n")
                     child.stdin.flush()
-                stop_deadline = time.monotonic() + config.sut.drain_grace_s + 15.0
+                stop_deadline = time.monotonic() + STOP_KILL_S
 
 
 class _ExitWatch:
@@ -303,7 +311,8 @@ def collect_test(config: RunConfig, mode: Mode, test_dir: Path, returncode: int,
     performance: PerformanceSummary | None = None
     if interrupted or state == "interrupted":
         status = Status.INTERRUPTED
-        message = f"interrupted ({interrupt_reason or child.get('reason') or 'Ctrl-C'})"
+        message = f"interrupted ({interrupt_reason or child.get('reason') or 'Ctrl-C'})" + (
+            f"; {killed}" if killed else "")
     elif state == "completed" and returncode == 0:
         status = Status.VALID
         if mode is Mode.PERFORMANCE:

@@ -34,8 +34,10 @@ from typing import Any
 from suite.checker import CheckReport
 from suite.checker.findings import ResultReport, RuleId
 from suite.config.rules import RuleSet, SubmissionRules
+from suite.errors import SuiteError
 from suite.logs import parse_detail_log
-from suite.paths import Paths
+from suite.models import sha256_file
+from suite.paths import ACCURACY_LOG_LIMIT, RECORD_FILE_LIMIT, Paths, regular_file_problem
 from suite.results import STATED_BY_SUBMITTER, RunResult, token_metrics
 from suite.submission.safety import PackageError, Precision, recorded_precision, refuse_links
 from suite.submission.selection import (
@@ -185,7 +187,7 @@ def write_evidence(out: Path, cand: Candidate) -> None:
     recompute accuracy, and its sha256 must equal the ``hash=`` line of accuracy.txt.
     """
     out.mkdir(parents=True)
-    config = json.loads((cand.run_dir / "config.json").read_text())
+    config = json.loads(_capped(cand.run_dir / "config.json", RECORD_FILE_LIMIT))
     (out / "run.json").write_text(json.dumps({
         "run_id": cand.run.run_id, "benchmark": cand.run.benchmark,
         "scenario": cand.run.scenario, "backend": cand.run.backend, "round": cand.run.round,
@@ -196,6 +198,12 @@ def write_evidence(out: Path, cand: Candidate) -> None:
     }, indent=2, sort_keys=True) + "\n")
     shutil.copyfile(cand.run_dir / "accuracy" / "mlperf_log_accuracy.json",
                     out / "mlperf_log_accuracy.json")
+    test06 = cand.compliance.get("TEST06")
+    if test06 is not None and (log := Path(test06.run_dir) / "TEST06" /
+                               "mlperf_log_accuracy.json").is_file():
+        # the tree's copy is truncated; suite check recomputes TEST06 from this one
+        (out / "TEST06").mkdir()
+        shutil.copyfile(log, out / "TEST06" / "mlperf_log_accuracy.json")
 
 
 def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
@@ -209,10 +217,11 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
     for name in _ACC_FILES:
         if (acc / name).is_file():
             shutil.copyfile(acc / name, out / "accuracy" / name)
-    full = (acc / "mlperf_log_accuracy.json").read_bytes()
+    full = _capped(acc / "mlperf_log_accuracy.json", ACCURACY_LOG_LIMIT)
     (out / "accuracy" / "mlperf_log_accuracy.json").write_bytes(
         truncate_accuracy_log(full, sub.truncate_keep_chars))
-    metric_lines = [line for line in (acc / "accuracy.txt").read_text().splitlines()
+    metric_lines = [line for line in _capped(acc / "accuracy.txt", RECORD_FILE_LIMIT).decode(
+                        "utf-8", "replace").splitlines()
                     if line.strip() and not line.startswith("hash=")]
     metric_lines.append(f"hash={hashlib.sha256(full).hexdigest()}")
     (out / "accuracy" / "accuracy.txt").write_text("\n".join(metric_lines) + "\n")
@@ -237,12 +246,20 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
         f"--benchmark {benchmark} --scenario {cand.run.scenario} --backend "
         f"{cand.run.backend} --mode all --round {cand.run.round}\n```\n\nPackaged from run "
         f"`{cand.run.run_id}`.\n")
-    attempts = _copy_compliance(cand, out, sub, precision)
+    attempts = _copy_compliance(cand, out, sub, precision, paths)
     if attempts:
         with (out / "README.md").open("a") as readme:
             readme.write("\nCompliance attempts (all of them; the newest passing one is "
                          "packaged):\n\n")
             readme.writelines(f"- {line}\n" for line in attempts)
+
+
+def _capped(path: Path, limit: int) -> bytes:
+    """A run's file, whole, if it is a regular file within ``limit`` bytes."""
+    if (problem := regular_file_problem(path, limit)) is not None:
+        raise PackageError(f"{path} is {problem}; packaging copies a run's own files",
+                           hint="replace it with the run's file, or re-run")
+    return path.read_bytes()
 
 
 def _model_files(paths: Paths, benchmark: str, run: RunResult) -> tuple[str, str]:
@@ -255,7 +272,7 @@ def _model_files(paths: Paths, benchmark: str, run: RunResult) -> tuple[str, str
 
 
 def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
-                     precision: Precision) -> list[str]:
+                     precision: Precision, paths: Paths) -> list[str]:
     """Copy the attempt ``selection`` chose for each compliance test (the newest that
     passed) into ``<result>/TESTxx/``; a test with no passing attempt gets no directory
     (only ``--unofficial`` packages such a run, and the checker then names the test).
@@ -268,8 +285,9 @@ def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
                 f"{recorded_precision(chosen).weight_data_types}, the result it audits "
                 f"{precision.weight_data_types}",
                 hint=f"re-run {test} against the packaged run (suite run --compliance {test})")
-        source, target = Path(chosen.run_dir), out / test
+        source, target = Path(chosen.run_dir), out / test  # where --runs-dir holds it
         refuse_links(source)
+        _as_recorded(chosen, source, paths)
         (target / "performance" / "run_1").mkdir(parents=True)
         for name in _PERF_FILES:
             if (source / "performance" / name).is_file():
@@ -286,7 +304,7 @@ def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
                    None)
         if log is not None:
             (target / "accuracy").mkdir()
-            full = log.read_bytes()
+            full = _capped(log, ACCURACY_LOG_LIMIT)
             (target / "accuracy" / "mlperf_log_accuracy.json").write_bytes(
                 truncate_accuracy_log(full, sub.truncate_keep_chars))
             (target / "accuracy" / "accuracy.txt").write_text(
@@ -305,6 +323,42 @@ def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
         if test not in cand.compliance:
             lines.append(f"{test}: no attempt passed; none is packaged")
     return lines
+
+
+def _as_recorded(chosen: RunResult, source: Path, paths: Paths) -> None:
+    """The compliance run's evidence is what its record names: each file its verdict
+    hashed (``ComplianceResult.digests``) still has that sha256, and a TEST06 verdict
+    recomputed from its accuracy log still passes (an edited copy is refused)."""
+    comp = chosen.compliance
+    assert comp is not None
+    for rel, digest in sorted(comp.digests.items()):
+        path = source / rel
+        if not path.is_file() or sha256_file(path) != digest:
+            raise PackageError(
+                f"{path}: {'missing' if not path.is_file() else 'changed'} since the "
+                f"{comp.test} verdict was written (its record names sha256 {digest[:12]}...)",
+                hint=f"package the runs as recorded, or re-run {comp.test}")
+    if comp.test == "TEST06":
+        _test06_holds(chosen, source, paths)
+
+
+def _test06_holds(chosen: RunResult, source: Path, paths: Paths) -> None:
+    from suite.accuracy import read_accuracy_entries
+    from suite.llm.card import card_name, load_llm_card
+    from suite.llm.test06 import NAME, verify_entries
+
+    log = source / NAME / "mlperf_log_accuracy.json"
+    try:
+        eos = load_llm_card(paths, card_name(chosen.benchmark)).tokenizer.eos_id
+        verdict = verify_entries(read_accuracy_entries(log), chosen.scenario == "offline",
+                                 eos)
+    except SuiteError as exc:
+        raise PackageError(f"{log}: TEST06 cannot be recomputed: {exc}",
+                           hint="re-run TEST06 (suite run --compliance TEST06)") from None
+    if not verdict.passed:
+        raise PackageError(f"{log}: TEST06 recomputed from this log does not pass ("
+                           f"{'; '.join(verdict.lines())}), although its record says it did",
+                           hint="package the runs as recorded, or re-run TEST06")
 
 
 def predicate(report: CheckReport, extras: dict[str, dict[str, Any]], *, unofficial: bool,

@@ -155,7 +155,7 @@ def compliance_runs(run_dir: Path, reference: RunResult
     """(attempts, attempts elsewhere): compliance runs beside ``run_dir`` of
     ``reference``'s benchmark, scenario and backend, by test, oldest first, split by
     whether they measured the same thing (``identity``); those against exactly this
-    reference come last (newest)."""
+    reference come last (newest). Each one's ``run_dir`` is where it was found."""
     found: dict[str, list[RunResult]] = {}
     elsewhere: dict[str, list[RunResult]] = {}
     mine = identity(run_dir, reference)
@@ -169,7 +169,10 @@ def compliance_runs(run_dir: Path, reference: RunResult
                 reference.benchmark, reference.scenario, reference.backend):
             continue
         same = identity(path.parent, other) == mine
-        (found if same else elsewhere).setdefault(comp.test, []).append(other)
+        # Its evidence is read from where it was found (under the --runs-dir given), never
+        # from the absolute path it recorded: a copied runs directory packages its own.
+        (found if same else elsewhere).setdefault(comp.test, []).append(
+            other.model_copy(update={"run_dir": str(path.parent)}))
     for runs in (*found.values(), *elsewhere.values()):
         runs.sort(key=lambda r: (r.compliance is not None
                                  and r.compliance.reference_run == str(run_dir), r.run_id))

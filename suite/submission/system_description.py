@@ -23,6 +23,7 @@ from typing import Any
 
 from suite.config.rules import SubmissionRules
 from suite.errors import ConfigError, SuiteError
+from suite.paths import CONFIG_FILE_LIMIT, read_limited
 from suite.system import collect
 
 #: The key of ``probe()``'s result that maps each field the probe could not fill to why.
@@ -141,9 +142,17 @@ def read_user_toml(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        # capped like every config file (/dev/zero or a wrong path ends in one line)
+        data = tomllib.loads(read_limited(path, CONFIG_FILE_LIMIT, "system description file")
+                             .decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"system description file {path} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                          hint="save the file as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"system description file {path} cannot be read: "
+                          f"{exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     table = data.get("system", data)

@@ -110,3 +110,31 @@ def test_a_key_directory_is_one_line_and_exit_1(command: str, built: fx.Built,
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "is a directory, not a" in done.stderr
 
+
+
+@pytest.mark.parametrize("command", ["verify", "audit"])
+def test_a_bundle_from_a_pipe_is_read_without_seeking(command: str, built: fx.Built,
+                                                      tmp_path: Path) -> None:
+    # `suite verify <(cat bundle)`: bash hands the command a pipe, /dev/fd/63
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, cli_env
+
+    extra = f" --runs-dir {tmp_path / 'runs'}" if command == "audit" else ""
+    done = subprocess.run(["bash", "-c", f"{sys.executable} -m suite {command} "
+                           f"<(cat {built.bundle}) --key {built.pub}{extra}"],
+                          cwd=REPO, env=cli_env(**fx.env()), capture_output=True, text=True,
+                          timeout=300)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode in (0, 2), done.stdout + done.stderr  # a verdict, not an error
+    if command == "verify":
+        assert done.returncode == 0 and "OK: signature valid" in done.stdout
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero on this system")
+def test_audit_of_an_endless_file_is_one_line_and_exit_1(built: fx.Built) -> None:
+    done = run_cli("audit", "/dev/zero", "--key", str(built.pub), timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
+    assert "/dev/zero: not a gzip file, so not a bundle" in done.stderr

@@ -121,6 +121,14 @@ MUTATIONS: dict[str, tuple[Callable[[Path], None], str, str, bool]] = {
     "TEST06 says TEST PASS only": (_write(f"{INTER}/TEST06/verify_accuracy.txt",
                                           "TEST PASS\n"), INTER, "COMP-PASS", True),
     "TEST06 missing": (_delete(f"{LSRV}/TEST06"), LSRV, "COMP-DIR", True),
+    # issue 39: verify_accuracy.txt claims a pass over an empty log; the checker recomputes
+    # TEST06 from the log (the official checker reads the text only: strict mode only)
+    "TEST06 pass claimed over an empty log": (_write(
+        f"{LOFF}/TEST06/accuracy/mlperf_log_accuracy.json", "[]"), LOFF, "COMP-PASS", False),
+    "TEST06 token count lies in the log": (_write(
+        f"{LSRV}/TEST06/accuracy/mlperf_log_accuracy.json",
+        gen.TEST06_LOG.decode().replace('"token_count": 2', '"token_count": 3')), LSRV,
+        "COMP-PASS", False),
     "TEST04 missing for resnet": (_delete(f"{RESNET_OFF}/TEST04"), RESNET_OFF, "COMP-DIR",
                                   True),
     "TEST01 run summary missing": (_delete(

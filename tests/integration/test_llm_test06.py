@@ -46,3 +46,18 @@ def test_an_inflated_token_count_fails(tmp_path: Path) -> None:
     assert "Sample length check pass: False" in text
     assert result.status is Status.INVALID
 
+
+
+def test_packaging_recomputes_test06_from_the_log_not_the_text(tmp_path: Path) -> None:
+    # Issue 39: an emptied TEST06 accuracy log beside a verify_accuracy.txt (and record)
+    # that claim a pass was packaged with "PASS"; the packager recomputes the verdict.
+    from suite.paths import find_paths
+    from suite.submission.package import _as_recorded
+    from suite.submission.safety import PackageError
+
+    result, _ = _test06(tmp_path, "server")
+    run_dir = Path(result.run_dir)
+    _as_recorded(result, run_dir, find_paths())  # the honest run packages
+    (run_dir / "TEST06" / "mlperf_log_accuracy.json").write_text("[]\n")
+    with pytest.raises(PackageError, match="TEST06 recomputed from this log does not pass"):
+        _as_recorded(result, run_dir, find_paths())

@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import shutil
+import subprocess
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -196,3 +197,51 @@ def test_sign_refuses_a_failing_tree_unless_unofficial(built: Built, tmp_path: P
     assert run_cli(*args, "--unofficial", **env()).returncode == 0
     assert _verify(out, built.pub)[0] == 0
 
+
+
+def _package_from(runs: Path, out: Path, built: Built) -> subprocess.CompletedProcess[str]:
+    return run_cli("package", "--submitter", "ORG", "--system", "box", "--runs-dir", str(runs),
+                   "--out-dir", str(out), "--key", str(built.key),
+                   "--system-config", str(built.home / "system.toml"), **env())
+
+
+def _full_length_runs(built: Built, runs: Path, *, digests: bool) -> None:
+    shutil.copytree(built.runs, runs)
+    for run in list(runs.iterdir()):
+        _as_full_length_run(run)
+    if not digests:
+        return
+    from suite.compliance.run import evidence_digests
+
+    for comp in runs.glob("*_TEST0[14]"):  # what the verdict hashed, as a real run records
+        result = json.loads((comp / "result.json").read_text())
+        result["compliance"]["digests"] = evidence_digests(comp)
+        (comp / "result.json").write_text(json.dumps(result))
+
+
+def test_compliance_evidence_is_read_from_the_runs_dir_given(built: Built,
+                                                              tmp_path: Path) -> None:
+    # Issue 39: package copied TEST01/TEST04 files from the absolute path each record
+    # named: a copy of the runs directory packaged the original's files, and with the
+    # original moved away the copy could not be packaged at all.
+    original, copy = tmp_path / "runs", tmp_path / "copy"
+    _full_length_runs(built, original, digests=False)
+    shutil.copytree(original, copy)
+    shutil.move(original, tmp_path / "moved-away")
+    out = tmp_path / "out"
+    done = _package_from(copy, out, built)
+    assert done.returncode == 0, done.stderr
+    packaged = out / "closed_ORG_box" / fx.RESULTS / "Server/TEST04/verify_performance.txt"
+    assert packaged.read_text() == "TEST PASS\n"
+
+
+def test_compliance_evidence_changed_since_its_verdict_is_refused(built: Built,
+                                                                  tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    _full_length_runs(built, runs, digests=True)
+    [comp] = list(runs.glob("*server*_TEST04"))
+    (comp / "verify_performance.txt").write_text("edited after the verdict\nTEST PASS\n")
+    done = _package_from(runs, tmp_path / "out", built)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "verify_performance.txt: changed since the TEST04 verdict was written" in \
+        done.stderr and "Traceback" not in done.stderr

@@ -7,8 +7,11 @@ results are in tests/unit/submission/test_safety.py."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import run_cli
 from tests.support import submission_fixtures as fx
@@ -92,3 +95,27 @@ def test_a_symbolic_link_in_a_run_directory_is_refused_not_followed(built: fx.Bu
     assert not any(out.rglob("*.tar.gz")) and not any(
         "not part of any run" in p.read_text(errors="replace")
         for p in out.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("defect", ["symlinked detail log", "non-UTF-8 name"])
+def test_check_of_a_run_directory_names_what_package_and_sign_refuse(
+        defect: str, built: fx.Built, tmp_path: Path) -> None:
+    [source] = sorted(built.runs.glob("*offline*"))
+    run = tmp_path / source.name
+    shutil.copytree(source, run)
+    detail = run / "performance" / "mlperf_log_detail.txt"
+    if defect == "symlinked detail log":
+        kept = tmp_path / "elsewhere.txt"
+        detail.rename(kept)
+        detail.symlink_to(kept)  # the log reads the same through the link
+        needle = "mlperf_log_detail.txt is a symbolic link"
+    else:
+        (Path(os.fsdecode(bytes(run / "performance") + b"/notes-\xff.txt"))).write_text("x")
+        needle = "notes-\\xff.txt: the name is not UTF-8"
+    done = run_cli("check", str(run), "--json")
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    report = json.loads(done.stdout)
+    messages = [f["message"] for r in report["results"] for f in r["findings"]
+                if f["rule"] == "TREE-LAYOUT"]
+    assert any(needle in m for m in messages), messages

@@ -25,8 +25,8 @@ from typing import IO, Any
 from suite.errors import BundleError
 from suite.models import sha256_file
 
-__all__ = ["ENVELOPE_NAME", "ArchiveContents", "read_archive", "sha256_file", "shown",
-           "tree_files", "write_archive"]
+__all__ = ["ENVELOPE_NAME", "MAX_BUNDLE_BYTES", "ArchiveContents", "copy_bundle",
+           "read_archive", "sha256_file", "shown", "tree_files", "write_archive"]
 
 ENVELOPE_NAME = "attestation.dsse.json"
 
@@ -111,6 +111,13 @@ def _unsafe(name: str) -> str | None:
 #: Zero padding allowed after tar's end-of-archive marker: a record (10 KiB by default,
 #: larger blocking factors exist), far below this.
 _MAX_PADDING = 1 << 20
+#: The largest bundle read, as stored (gzip) and as a tar: far above any submission (the
+#: full accuracy logs of a round LLM are a few hundred MB), far below a disk or an
+#: afternoon; ``/dev/zero`` or an endless pipe ends here with one line.
+MAX_BUNDLE_BYTES = 4 << 30
+MAX_TAR_BYTES = 16 << 30
+#: tar's units: its end-of-archive marker is two zero blocks, its length whole blocks.
+_BLOCK = tarfile.BLOCKSIZE
 
 
 class _Unreadable(BundleError):
@@ -129,6 +136,7 @@ class _OneGzipStream(io.RawIOBase):
     def __init__(self, raw: IO[bytes]) -> None:
         super().__init__()
         self._raw = raw
+        self._read = 0
         self._zlib = zlib.decompressobj(wbits=31)  # 31: gzip wrapper, checked
         self._buffer = b""
         self._trailing = False
@@ -145,7 +153,12 @@ class _OneGzipStream(io.RawIOBase):
                                     "stream or appended data) are not covered by the "
                                     "signature")
                 return 0
-            data = self._zlib.unconsumed_tail or self._raw.read(1 << 16)
+            data = self._zlib.unconsumed_tail
+            if not data:
+                data = self._raw.read(1 << 16)
+                self._read += len(data)
+                if self._read > MAX_BUNDLE_BYTES:
+                    raise _Unreadable(f"larger than {MAX_BUNDLE_BYTES:,} bytes: not a bundle")
             if not data:
                 raise _Unreadable("the gzip stream is cut off before its end")
             # bounded output per call: a small file cannot inflate into memory at once
@@ -156,6 +169,61 @@ class _OneGzipStream(io.RawIOBase):
         target[:count] = self._buffer[:count]
         self._buffer = self._buffer[count:]
         return count
+
+
+class _Seen(io.RawIOBase):
+    """What tarfile reads, counted, with the last bytes kept. tarfile reads a record
+    ahead and stops at the first zero block: the bytes it buffered past that block (a
+    member after a lone zero block) are never seen by a reader after it, so the check
+    of the archive's end starts from here."""
+
+    KEEP = 1 << 16  # tarfile buffers at most one record (10 KiB) ahead
+
+    def __init__(self, source: IO[bytes]) -> None:
+        super().__init__()
+        self._source = source
+        self.count = 0
+        self.tail = bytearray()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        data = self._source.read(len(target))
+        count = len(data)
+        target[:count] = data
+        self.count += count
+        if self.count > MAX_TAR_BYTES:
+            raise _Unreadable(f"more than {MAX_TAR_BYTES:,} bytes of tar: not a bundle")
+        self.tail += data
+        del self.tail[:-self.KEEP]
+        return count
+
+
+def _check_end(seen: _Seen, end: int, source: IO[bytes]) -> None:
+    """From ``end`` (where tarfile found its first zero block, or the data's end) to the
+    end of the stream: nothing but zeros, at least the two-block end-of-archive marker,
+    whole 512-byte blocks, and no more padding than ``_MAX_PADDING``."""
+    buffered = seen.count - end
+    if buffered > len(seen.tail):  # cannot happen with tarfile's one-record read-ahead
+        raise _Trailing("the archive's end could not be checked")
+    padding = buffered
+    chunk = bytes(seen.tail[len(seen.tail) - buffered:]) if buffered else b""
+    while True:
+        if chunk.count(0) != len(chunk):
+            raise _Trailing("data after the tar archive's end-of-archive marker (a member "
+                            "after a zero block, or appended bytes) is not covered by the "
+                            "signature")
+        if padding > _MAX_PADDING:
+            raise _Trailing(f"more than {_MAX_PADDING:,} bytes of zeros after the tar "
+                            "archive's end: not a bundle")
+        chunk = source.read(1 << 20)
+        if not chunk:
+            break
+        padding += len(chunk)
+    if padding < 2 * _BLOCK or (end + padding) % _BLOCK:
+        raise _Trailing(f"the tar archive does not end in two zero blocks padded to whole "
+                        f"{_BLOCK}-byte blocks ({padding} bytes after its last member)")
 
 
 def read_archive(path: Path) -> ArchiveContents:
@@ -174,12 +242,13 @@ def read_archive(path: Path) -> ArchiveContents:
         found.problems.append(found.unreadable)
         return found
     with raw:
-        gzipped = raw.read(2) == b"\x1f\x8b"
-        raw.seek(0)
+        # peek, never seek: a pipe (``suite verify <(cat bundle)``) reads as a file does
+        gzipped = raw.peek(2)[:2] == b"\x1f\x8b"
         source: IO[bytes] = (io.BufferedReader(_OneGzipStream(raw))
                              if gzipped else raw)
+        seen = _Seen(source)
         try:
-            tar = tarfile.open(fileobj=source, mode="r|")  # noqa: SIM115 - closed below
+            tar = tarfile.open(fileobj=seen, mode="r|")  # noqa: SIM115 - closed below
         except (OSError, tarfile.TarError, EOFError, zlib.error, _Unreadable) as exc:
             found.unreadable = f"{path.name}: not a readable tar archive ({exc})"
             found.problems.append(found.unreadable)
@@ -188,18 +257,11 @@ def read_archive(path: Path) -> ArchiveContents:
             with tar:
                 for member in tar:
                     _member(tar, member, found)
+                end = tar.offset
             # To the end: the gzip stream's CRC-32 and length are checked there, and past
             # tar's end-of-archive marker only its zero padding may follow, and not
             # without end (``/dev/zero`` is an endless "archive" of zero blocks).
-            padding = 0
-            while chunk := source.read(1 << 20):
-                padding += len(chunk)
-                if chunk.count(0) != len(chunk):
-                    raise _Trailing("data after the tar archive's end-of-archive marker is "
-                                    "not covered by the signature")
-                if padding > _MAX_PADDING:
-                    raise _Trailing(f"more than {_MAX_PADDING:,} bytes of zeros after the "
-                                    "tar archive's end: not a bundle")
+            _check_end(seen, end, source)
         except _Trailing as exc:
             found.unreadable = f"{path.name}: {exc}"
             found.problems.append(found.unreadable)
@@ -207,6 +269,29 @@ def read_archive(path: Path) -> ArchiveContents:
             found.unreadable = f"{path.name}: corrupt archive ({exc})"
             found.problems.append(found.unreadable)
     return found
+
+
+def copy_bundle(bundle: Path, out: Path) -> str:
+    """Copy a bundle (a file or a pipe) to ``out`` in one capped pass; its sha256. A
+    ``BundleError`` for what cannot be one: not gzip (``/dev/zero``), over the cap."""
+    digest, total = hashlib.sha256(), 0
+    try:
+        with bundle.open("rb") as source, out.open("wb") as target:
+            if source.peek(2)[:2] != b"\x1f\x8b":
+                raise BundleError(f"{shown(bundle)}: not a gzip file, so not a bundle",
+                                  hint="give the .tar.gz that `suite sign` wrote")
+            while chunk := source.read(1 << 20):
+                total += len(chunk)
+                if total > MAX_BUNDLE_BYTES:
+                    raise BundleError(f"{shown(bundle)}: larger than {MAX_BUNDLE_BYTES:,} "
+                                      "bytes, so not a bundle", hint="give the .tar.gz that "
+                                      "`suite sign` wrote")
+                digest.update(chunk)
+                target.write(chunk)
+    except OSError as exc:
+        raise BundleError(f"{shown(bundle)}: cannot be read ({exc.strerror or exc})",
+                          hint="check the path and its permissions") from None
+    return digest.hexdigest()
 
 
 def _member(tar: tarfile.TarFile, member: tarfile.TarInfo, found: ArchiveContents) -> None:

@@ -75,3 +75,17 @@ def test_attempts_records_are_read_and_a_broken_one_is_listed_with_its_problem()
     assert ok.unreadable == ["run-c: no result.json"]
     assert broken.result == "closed/box/digits/server" and not broken.attempts
     assert "is unreadable" in broken.problem
+
+
+def test_the_json_carries_an_outcome_and_exit_code_no_program_can_misread() -> None:
+    # An unofficial bundle that "PASSED with 28 known error(s)" read "passed": true in the
+    # JSON while the exit code was 2: the outcome and the exit code say what it is.
+    accepted = AuditReport(bundle="b.tar.gz", bundle_sha256="0" * 64, unofficial=True)
+    accepted.add(1, "signature and file list", True, [])
+    accepted.add(2, "suite check on the tree", True, [], "28 error(s)", known_errors=28)
+    cases = [(accepted, "PASSED_WITH_KNOWN_ERRORS", 2), (_report(True, True), "PASSED", 0),
+             (_report(True, False), "FAILED", 2), (_report(True, stopped_at=1), "FAILED", 2)]
+    for report, outcome, code in cases:
+        data = json.loads(report.to_json())
+        assert (data["outcome"], data["exit_code"]) == (outcome, code), data["verdict"]
+        assert report.exit_code == code

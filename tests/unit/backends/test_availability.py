@@ -3,8 +3,10 @@ missing optional extra is a reason, even when only a submodule of it is required
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import ClassVar
 
 from suite.backends.base import BackendBase, importable
@@ -53,3 +55,18 @@ def test_suite_backends_lists_every_backend_with_no_optional_extra_installed() -
     for name in ("onnxruntime", "null", "remote", "tensorrt", "pytorch"):
         assert name in done.stdout, done.stdout
     assert "tritonclient" in done.stdout  # the remote backend names what it misses
+
+
+def test_an_installed_package_whose_import_fails_is_a_reason_not_a_traceback(
+        tmp_path: Path) -> None:
+    # An optional package that is installed but broken (an ImportError from a missing
+    # shared library, not ModuleNotFoundError) raises inside find_spec of its submodule.
+    broken = tmp_path / "tritonclient"
+    broken.mkdir()
+    (broken / "__init__.py").write_text("raise ImportError('libcurl.so.4: cannot open')\n")
+    done = subprocess.run([sys.executable, "-m", "suite", "backends"], cwd=REPO,
+                          env=cli_env(PYTHONPATH=f"{tmp_path}{os.pathsep}{REPO}"),
+                          capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ImportError" in done.stdout, done.stdout

@@ -150,3 +150,27 @@ def test_a_narrower_card_narrows_the_labels(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match=r"val_map.txt:2: label 10 is outside 0-9"):
         read_val_map(directory, label_range(load_card(find_paths(), "digits")))
 
+
+
+def test_preprocess_workers_is_bounded() -> None:
+    # 100,000 preprocessing processes for 50,000 images passed the linter
+    _refused(run_cli("lint", "--set", "data.preprocess_workers=100000"),
+             "data.preprocess_workers")
+    import os
+
+    from suite.config.preflight import WORKERS_PER_CORE
+
+    many = run_cli("lint", "--set", "data.preprocess_workers=256", "--json")
+    assert many.returncode == 0, many.stdout + many.stderr
+    if WORKERS_PER_CORE * (os.cpu_count() or 1) < 256:  # more than the cores can use
+        assert '"LINT-WORKERS"' in many.stdout and "data.preprocess_workers" in many.stdout
+
+
+def test_a_config_that_is_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    # the linter and the loader each read --config; a FIFO blocked the second open
+    import os
+
+    fifo = tmp_path / "settings.toml"
+    os.mkfifo(fifo)
+    done = run_cli("lint", "--config", str(fifo), timeout=30)
+    _refused(done, str(fifo), "not a regular file")

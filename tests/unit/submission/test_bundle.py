@@ -114,3 +114,90 @@ def test_an_endless_file_of_zeros_is_not_a_bundle_and_the_read_ends() -> None:
     found = read_archive(Path("/dev/zero"))  # reads as an empty tar, then zeros forever
     assert found.unreadable and "bytes of zeros after the tar archive's end" in \
         found.unreadable
+
+
+def _member(name: str, data: bytes) -> bytes:
+    """One tar member (header and data blocks), no end-of-archive marker."""
+    import tarfile
+
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    return info.tobuf(tarfile.PAX_FORMAT) + data + b"\0" * (-len(data) % 512)
+
+
+def _signed_part(tar_bytes: bytes) -> bytes:
+    """The members of a written archive, without its end-of-archive marker and padding."""
+    import io
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
+        tar.getmembers()
+        return tar_bytes[:tar.offset]
+
+
+@pytest.mark.parametrize(("variant", "why"), [
+    # tar stops at the first zero block; `tar xzf` goes on and extracts the member
+    ("lone zero block, then a member", "after the tar archive's end-of-archive marker"),
+    ("member after the padded end", "after the tar archive's end-of-archive marker"),
+    ("garbage after the end", "after the tar archive's end-of-archive marker"),
+    ("second gzip stream", "after the end of the gzip stream"),
+    ("no end-of-archive marker", "does not end in two zero blocks"),
+    ("padding not whole blocks", "does not end in two zero blocks"),
+])
+def test_only_zero_padding_of_tar_s_own_rules_may_follow_the_signed_members(
+        tmp_path: Path, variant: str, why: str) -> None:
+    import gzip
+
+    out, tar_bytes = _archive(tmp_path)
+    members, evil = _signed_part(tar_bytes), _member("closed/Acme/evil.txt", b"unsigned")
+    data = {
+        "lone zero block, then a member": members + b"\0" * 512 + evil + b"\0" * 10240,
+        "member after the padded end": tar_bytes + evil + b"\0" * 1024,
+        "garbage after the end": tar_bytes + b"\x01garbage",
+        "second gzip stream": tar_bytes,
+        "no end-of-archive marker": members,
+        "padding not whole blocks": tar_bytes + b"\0" * 100,
+    }[variant]
+    extra = gzip.compress(evil + b"\0" * 1024) if variant == "second gzip stream" else b""
+    out.write_bytes(gzip.compress(data) + extra)
+    found = read_archive(out)
+    assert found.unreadable and why in found.unreadable, found.unreadable
+    assert "closed/Acme/evil.txt" not in found.digests
+
+
+def test_a_bundle_read_from_a_pipe_verifies_without_seeking(tmp_path: Path) -> None:
+    # `suite verify <(cat bundle)`: the shell hands over a pipe, which cannot seek
+    import os
+    import threading
+
+    out, _ = _archive(tmp_path)
+    read_fd, write_fd = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(write_fd, "wb") as pipe:
+            pipe.write(out.read_bytes())
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        found = read_archive(Path(f"/dev/fd/{read_fd}"))
+    finally:
+        feeder.join()
+        os.close(read_fd)
+    assert found.problems == [] and sorted(found.digests) == ["a.txt", "d/b.txt"]
+
+
+def test_a_bundle_copy_stops_at_the_cap_with_one_line(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from suite.errors import BundleError
+    from suite.submission.bundle import archive
+
+    big = tmp_path / "big.tar.gz"
+    write_archive(big, {"noise.bin": os.urandom(2 << 20)})  # 2 MiB that gzip cannot shrink
+    monkeypatch.setattr(archive, "MAX_BUNDLE_BYTES", 1 << 20)
+    with pytest.raises(BundleError, match=r"big.tar.gz: larger than 1,048,576 bytes"):
+        archive.copy_bundle(big, tmp_path / "copy")
+    found = archive.read_archive(big)  # verify reads the same input under the same cap
+    assert found.unreadable and "larger than 1,048,576 bytes" in found.unreadable

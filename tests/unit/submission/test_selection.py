@@ -110,7 +110,7 @@ def test_only_the_newest_passing_compliance_attempt_is_packaged(tmp_path: Path) 
     out = tmp_path / "out"
     sub = RULES.submission
     assert sub is not None
-    lines = _copy_compliance(cand, out, sub, Precision("fp32", "none"))
+    lines = _copy_compliance(cand, out, sub, Precision("fp32", "none"), find_paths())
     # the newest attempt failed: the older passing one is packaged, and the README says so
     assert (out / "TEST01" / "verify_accuracy.txt").read_text() == "TEST PASS\n"
     assert any("b_test01_pass" in line and "(packaged)" in line for line in lines)
@@ -131,6 +131,6 @@ def test_a_test_with_no_passing_attempt_refuses_the_run(tmp_path: Path) -> None:
     out = tmp_path / "out"
     sub = RULES.submission
     assert sub is not None
-    lines = _copy_compliance(cand, out, sub, Precision("fp32", "none"))
+    lines = _copy_compliance(cand, out, sub, Precision("fp32", "none"), find_paths())
     assert not (out / "TEST06").exists()
     assert "TEST06: no attempt passed; none is packaged" in lines
