@@ -39,6 +39,7 @@ from suite.logs import parse_detail_log
 from suite.models import sha256_file
 from suite.paths import ACCURACY_LOG_LIMIT, RECORD_FILE_LIMIT, Paths, regular_file_problem
 from suite.results import STATED_BY_SUBMITTER, RunResult, token_metrics
+from suite.submission.provenance import PROVENANCE_NAME, claims, measurement_sources
 from suite.submission.safety import PackageError, Precision, recorded_precision, refuse_links
 from suite.submission.selection import (
     LLM_RATE,
@@ -138,36 +139,6 @@ def build_tree(root: Path, selection: Selection, paths: Paths, rules: RuleSet,
             rel: extra["provenance"] for rel, extra in sorted(extras.items())}},
         indent=2, sort_keys=True) + "\n")
     return extras
-
-
-#: ``documentation/provenance.json``: where each claim of the system and results came from.
-PROVENANCE_NAME = "provenance.json"
-
-
-def claims(run: RunResult) -> dict[str, dict[str, str]]:
-    """``run``'s provenance as plain JSON (``{claim: {value, source}}``); an older record
-    without one says so rather than passing for measured."""
-    if not run.provenance:
-        return {"weights": {"value": run.model_sha256, "source": "not recorded"}}
-    return {name: claim.model_dump() for name, claim in sorted(run.provenance.items())}
-
-
-def measurement_sources(run: RunResult) -> dict[str, str]:
-    """Where each ``measurements.json`` field came from, from the run's provenance."""
-    from suite.results import MEASURED, NOT_RECORDED, STATED_BY_SUBMITTER
-
-    def source(name: str) -> str:
-        claim = run.provenance.get(name)
-        return claim.source if claim is not None else NOT_RECORDED
-
-    served = "weights_location" in run.provenance
-    weights_source = source("weights")
-    return {"starting_weights_filename": source("weights_location") if served
-            else weights_source,
-            "retraining": (STATED_BY_SUBMITTER if served else MEASURED)
-            if run.division == "closed" and weights_source != NOT_RECORDED else NOT_RECORDED,
-            "weight_data_types": source("precision"),
-            "weight_transformations": source("quantization")}
 
 
 def packaged_tokens(tree: Path, result_id: str) -> dict[str, float]:
