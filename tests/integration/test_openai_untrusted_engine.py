@@ -26,6 +26,7 @@ import pytest
 from suite.results import RunResult
 from tests.conftest import REPO, cli_env, only_run_dir, run_cli
 from tests.support.llm_endpoints import processes_mentioning, synthetic
+from tests.support.timing import timing_assert
 
 pytest.importorskip("aiohttp",
                     reason="the openai backend needs aiohttp (pip install -e '.[openai]')")
@@ -152,6 +153,7 @@ def _client_workers(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("scenario", ["offline", "server"])
 def test_a_dead_client_process_fails_the_run_within_seconds(tmp_path: Path,
                                                             scenario: str) -> None:
@@ -193,6 +195,7 @@ def test_a_dead_client_process_fails_the_run_within_seconds(tmp_path: Path,
     status = json.loads((run_dir / "performance" / "status.json").read_text())
     run = status["backend"]["run"]
     assert run["workers_reported"] == 1 and status["batches"]["requests"] > 0, run
+    timing_assert(seconds < 2.0, f"{seconds:.2f} s from the kill to the exit")
 
 
 def test_a_failed_server_run_reports_its_workers_counts(tmp_path: Path) -> None:
