@@ -187,11 +187,12 @@ def _stop_and_time(proc: subprocess.Popen[str], signum: signal.Signals,
     return seconds, seen, stderr
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: s.name)
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_a_stop_says_stopping_at_once_and_ends_any_scenario_promptly(
         signum: signal.Signals, scenario: str, runs_dir: Path) -> None:
-    # A long run with the default drain grace (5 s): the stop must not wait for it, nor
+    # A long run: the stop must not wait for the drain grace (a failure's), nor
     # for LoadGen's schedule, nor for a 40 s Offline test's millions of queued samples.
     proc = _long_run_started(runs_dir, scenario)
     status = next(runs_dir.glob("*/STATUS"))
@@ -215,17 +216,7 @@ def test_a_stop_says_stopping_at_once_and_ends_any_scenario_promptly(
     else:
         assert "was ended" in result.tests[0].message, result.tests[0].message
     assert seconds < 10, f"{seconds:.1f} s from the signal to the exit"  # a hang fails here
-
-
-@pytest.mark.timing
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_a_stop_ends_the_run_within_2_s(scenario: str, signum: signal.Signals,
-                                        runs_dir: Path) -> None:
-    proc = _long_run_started(runs_dir, scenario)
-    seconds, _, stderr = _stop_and_time(proc, signum, next(runs_dir.glob("*/STATUS")))
-    print(f"{signum.name} {scenario}: {seconds:.2f} s from the signal to the exit")
-    assert proc.returncode == 130, stderr
+    # The goal, on a quiet machine: every stop within 2 s (reported, not gating, when busy).
     timing_assert(seconds < 2.0, f"{scenario}: {seconds:.2f} s from {signum.name} to the exit")
 
 
