@@ -148,8 +148,8 @@ def load_llm_card(paths: Paths, name: str) -> LLMCard:
     card is one line naming its kind."""
     path = _card_path(paths, name)
     if path.is_file() and (kind := card_kind(paths, name)) is not Kind.TEXT_GENERATION:
-        raise ConfigError(f"benchmark '{name}' is a {kind.value} card ({path}), not a "
-                          "text-generation card", hint="LLM commands (export, serve --engine) "
+        raise ConfigError(f"benchmark '{name}' is not a text-generation card ({path} is a "
+                          f"{kind.value} card)", hint="LLM commands (export, serve --engine) "
                           "take an LLM benchmark: tinylm, llama3.1-8b, llama2-70b")
     try:
         data = parse_toml(decode_utf8(path.read_bytes(), str(path)), str(path))

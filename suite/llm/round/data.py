@@ -41,8 +41,9 @@ _ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", 
 _CLASS_MODULES = ("pandas", "pandas.arrays")
 
 
-class _ArrowColumns(pickle.UnpicklingError):
-    """A DataFrame pickle whose columns need pyarrow (see ``find_class``)."""
+class _ArrowColumns(DatasetError):
+    """A DataFrame pickle whose columns need pyarrow (see ``find_class``); ``load``
+    names the file."""
 
 
 class _DataFrameUnpickler(pickle.Unpickler):
