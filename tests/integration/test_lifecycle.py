@@ -17,9 +17,7 @@ from pathlib import Path
 import pytest
 
 from suite import api
-from suite.cli import app as cli
 from suite.config.loader import ConfigRequest, RunConfig
-from suite.harness import run as harness_run
 from suite.harness import runner
 from suite.logs import DETAIL_LOG
 from suite.reports.table import results_table, run_notes
@@ -161,29 +159,3 @@ def _fill(directory: Path) -> None:
             handle.write(b"\0" * 4096)
             handle.flush()
             os.fsync(handle.fileno())
-
-
-def test_a_full_disk_fails_the_run_in_one_line_with_status_failed_and_no_tmp(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-        ) -> None:
-    runs = tmp_path / "full"
-    real = runner.run_in_child
-
-    def then_fill(*args: object, **kwargs: object) -> object:
-        test = real(*args, **kwargs)  # type: ignore[arg-type]
-        _fill(runs)  # the disk fills after the test: result.json no longer fits
-        return test
-
-    with _tmpfs(runs, "4m"):
-        monkeypatch.setattr(harness_run, "run_in_child", then_fill)
-        code = cli.main(["run", "--quick", "--backend", "null", "--runs-dir", str(runs)])
-        err = capsys.readouterr().err
-        run_dir = next(p for p in runs.iterdir() if p.is_dir())
-        assert code == 1
-        assert f"cannot write {run_dir / 'result.json'}: [Errno 28 ENOSPC]" in err, err
-        assert "Traceback" not in err
-        status = (run_dir / "STATUS").read_text()
-        assert status.startswith("FAILED (exit code 1): cannot write") and "ENOSPC" in status
-        assert not list(run_dir.rglob("*.tmp"))
-        assert not (run_dir / "result.json").exists()
-

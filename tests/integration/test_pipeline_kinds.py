@@ -80,7 +80,7 @@ def test_a_bad_config_is_refused_by_the_linter_before_a_run_directory(
 
 
 @pytest.mark.parametrize("kind", _kind_params())
-def test_a_full_disk_ends_failed_with_the_logs_kept(
+def test_a_full_disk_ends_failed_in_one_line_with_the_logs_kept_and_no_tmp(
         kind: Kind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     benchmark, backend = KINDS[kind]
@@ -105,6 +105,7 @@ def test_a_full_disk_ends_failed_with_the_logs_kept(
         status = (run_dir / "STATUS").read_text()
         assert status.startswith("FAILED (exit code 1): cannot write") and "ENOSPC" in status
         assert (run_dir / "performance" / "mlperf_log_detail.txt").stat().st_size > 0
+        assert not list(run_dir.rglob("*.tmp"))
         assert not (run_dir / "result.json").exists()
 
 
