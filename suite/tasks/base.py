@@ -1,0 +1,101 @@
+"""The contract between the tensor pipeline and one reference task (``suite.tasks``).
+
+A task is pure data handling around a model: it never touches LoadGen, threads or
+backends. The pipeline gives it the user's dataset directory and a callable that runs the
+model on named input arrays; the task gives back per-sample model inputs, the bytes the
+reference's SUT would log for each sample, and the reference's accuracy from those bytes.
+
+Names of inputs and outputs are the official model's (the card's ``[[inputs]]`` and
+``[[outputs]]``), so a user's real model file drops in unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+#: Named arrays: model inputs or outputs, official tensor names as keys.
+Arrays = Mapping[str, npt.NDArray[Any]]
+#: Runs the model once: named inputs (a batch on axis 0) to named outputs.
+ModelCall = Callable[[Arrays], dict[str, npt.NDArray[Any]]]
+
+
+@dataclass(frozen=True)
+class TaskScore:
+    """One accuracy figure as the reference's script prints it, plus its details.
+
+    ``metric`` is the key the submission checker reads from ``accuracy.txt`` for the
+    benchmark (``F1``, ``mAP``, ``DICE``, ``ACCURACY``...); ``value`` is in the unit the
+    checker compares against its target; ``lines`` are the lines ``accuracy.txt`` holds
+    (the reference script's own output format, which the checker's regex parses).
+    """
+
+    metric: str
+    value: float
+    lines: tuple[str, ...]
+    details: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """What ``TensorTask.write_stand_in`` wrote: a dataset directory in the reference's
+    layout and an ONNX model with the official input/output names, dtypes and ranks."""
+
+    dataset_dir: Path
+    model_path: Path
+    samples: int
+
+
+class TaskData(Protocol):
+    """An opened dataset: the query sample library of one task."""
+
+    #: Samples LoadGen may issue (QSL size).
+    total_count: int
+
+    def inputs(self, index: int) -> dict[str, npt.NDArray[Any]]:
+        """The preprocessed model inputs of sample ``index`` (no batch axis), as the
+        reference's preprocessing produces them."""
+
+    def describe(self) -> dict[str, Any]:
+        """What the run's ``dataset.json`` records (name, total, layout, checksums)."""
+
+
+class TensorTask(Protocol):
+    """One reference task. Implementations are classes with no required constructor
+    arguments; the pipeline creates one per run."""
+
+    #: The card's ``task`` value this implements.
+    name: ClassVar[str]
+
+    def open(self, dataset_dir: Path, card: Any, *, count: int | None = None) -> TaskData:
+        """Read and preprocess the dataset at ``dataset_dir`` (the layout the user
+        downloads). ``count`` limits it to the first samples (quick runs). Raises
+        ``suite.errors.DatasetError`` with one line naming the file and what to do on a
+        bad directory (missing files, wrong shapes, a label file pointing outside it)."""
+
+    def infer(self, call: ModelCall, samples: Sequence[Arrays]) -> list[Arrays]:
+        """Run the model on ``samples`` (each ``TaskData.inputs``): stack them into one
+        call where the task batches, or loop as the reference does (sliding windows,
+        decoding). Returns each sample's outputs."""
+
+    def response(self, index: int, outputs: Arrays) -> bytes:
+        """The bytes the reference's SUT logs for sample ``index`` (what goes into
+        ``mlperf_log_accuracy.json`` as hex), in the reference's encoding."""
+
+    def score(self, data: TaskData, responses: Mapping[int, bytes]) -> TaskScore:
+        """The reference script's accuracy over ``responses`` (QSL index -> bytes; every
+        sample of ``data`` present)."""
+
+    def write_stand_in(self, out: Path, *, samples: int, seed: int) -> StandIn:
+        """Write, offline and in seconds, a stand-in dataset in the reference's layout and
+        a small ONNX model with the official I/O contract under ``out``."""
+
+
+def stack(samples: Sequence[Arrays]) -> dict[str, npt.NDArray[Any]]:
+    """Samples' inputs stacked on a new batch axis (all samples share shapes)."""
+    return {name: np.stack([s[name] for s in samples]) for name in samples[0]}
