@@ -12,4 +12,7 @@ on use.
 from __future__ import annotations
 
 #: A card's ``task`` -> ``"module:Class"`` implementing ``TensorTask``.
-TASKS: dict[str, str] = {}
+TASKS: dict[str, str] = {
+    "object-detection-yolo": "suite.tasks.yolo:YoloTask",
+    "object-detection-openimages": "suite.tasks.openimages:RetinanetTask",
+}
