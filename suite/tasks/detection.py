@@ -192,7 +192,7 @@ def nms(boxes: F32, scores: F32, iou_threshold: float, limit: int,
     for group in np.unique(labels):
         members = np.flatnonzero(labels == group)
         members = members[np.argsort(rank[members], kind="stable")]
-        keep.append(members[_greedy(boxes[members], np.float32(iou_threshold))])
+        keep.append(members[_greedy(boxes[members], np.float32(iou_threshold), limit)])
     kept = np.concatenate(keep) if keep else np.zeros(0, np.int64)
     return kept[np.argsort(rank[kept], kind="stable")][:limit].astype(np.int64)
 
@@ -210,18 +210,30 @@ def _iou(box: F32, others: F32) -> F32:
         return np.asarray(inter / (own + area - inter), dtype=np.float32)
 
 
-def _greedy(boxes: F32, threshold: np.float32) -> npt.NDArray[np.int64]:
-    """Positions kept by greedy NMS over ``boxes`` already in score order."""
+def _greedy(boxes: F32, threshold: np.float32, limit: int) -> npt.NDArray[np.int64]:
+    """Positions kept by greedy NMS over ``boxes`` already in score order, at most
+    ``limit`` (the first ``limit`` of a full run: later boxes never suppress earlier)."""
     count = boxes.shape[0]
     suppressed = np.zeros(count, bool)
     keep: list[int] = []
-    matrix = _iou(boxes, boxes) > threshold if count <= 2048 else None
+    matrix = _iou(boxes, boxes) > threshold if count <= 1024 else None
+    x1, y1, x2, y2 = (np.ascontiguousarray(boxes[:, i]) for i in range(4))
+    areas = (x2 - x1) * (y2 - y1)
+    zero = np.float32(0)
     for k in range(count):
         if suppressed[k]:
             continue
         keep.append(k)
-        row = matrix[k] if matrix is not None else _iou(boxes[k:k + 1], boxes)[0] > threshold
-        suppressed |= row
+        if len(keep) == limit:
+            break
+        if matrix is not None:
+            suppressed |= matrix[k]
+            continue
+        width = np.maximum(np.minimum(x2[k], x2[k + 1:]) - np.maximum(x1[k], x1[k + 1:]), zero)
+        height = np.maximum(np.minimum(y2[k], y2[k + 1:]) - np.maximum(y1[k], y1[k + 1:]), zero)
+        inter = width * height
+        with np.errstate(invalid="ignore", divide="ignore"):
+            suppressed[k + 1:] |= inter / (areas[k] + areas[k + 1:] - inter) > threshold
     return np.asarray(keep, dtype=np.int64)
 
 

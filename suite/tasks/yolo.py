@@ -81,12 +81,11 @@ def letterbox(image: det.U8, size: int, pad_value: int) -> det.F32:
 def postprocess(output: det.F32, shape: tuple[int, int], opts: Mapping[str, Any]) -> det.F32:
     """One image's ``output0`` (84, anchors) to rows (ymin, xmin, ymax, xmax, score,
     COCO category) as ``yolo_loadgen.py`` logs them, boxes as fractions of ``shape``."""
-    pred = np.asarray(output, dtype=np.float32).T
-    scores = pred[:, 4:]
-    best = scores.max(axis=1)
-    keep = best > np.float32(opts["conf_threshold"])
-    pred, best = pred[keep], best[keep]
-    classes = scores[keep].argmax(axis=1)
+    output = np.asarray(output, dtype=np.float32)
+    best = output[4:].max(axis=0)
+    keep = np.flatnonzero(best > np.float32(opts["conf_threshold"]))
+    pred, best = output[:, keep].T, best[keep]
+    classes = pred[:, 4:].argmax(axis=1)
     if pred.shape[0] > int(opts["max_nms"]):
         top = np.argsort(-best, kind="stable")[: int(opts["max_nms"])]
         pred, best, classes = pred[top], best[top], classes[top]
