@@ -128,7 +128,14 @@ class DigitsDataset(InMemoryDataset):
     def __init__(self, card: ModelCard, data: DataConfig | None = None,
                  progress: object = None) -> None:
         # Bundled with scikit-learn: no directory to read and nothing to report; the
-        # parsed split is staged in the cache when the config names one.
+        # parsed split is staged in the cache when the config names one. A directory the
+        # user names would be silently ignored, so it is refused (a run records only what
+        # it read).
+        if data is not None and data.dataset_dir:
+            raise DatasetError(
+                f"{card.name}: data.dataset_dir={data.dataset_dir!r} does not apply: the "
+                f"digits dataset is bundled with scikit-learn",
+                hint="drop --dataset-path (or data.dataset_dir) for digits")
         cache_dir = data.cache_dir if data is not None else ""
         images, labels = staged_split(card, Path(cache_dir)) if cache_dir \
             else validation_split(card)
