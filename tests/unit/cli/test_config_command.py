@@ -39,3 +39,9 @@ def test_config_table_prints_set_syntax_within_columns() -> None:
     assert max(len(line) for line in lines) <= 100  # COLUMNS, though piped
     trace = next(line for line in lines if "loadgen.enable_trace" in line)
     assert " false " in trace and "True" not in trace
+
+
+def test_a_python_boolean_in_set_is_refused_with_the_toml_spelling() -> None:
+    proc = _config("--set", "loadgen.enable_trace=True")
+    assert proc.returncode == 1
+    assert "hint: write loadgen.enable_trace=true or loadgen.enable_trace=false" in proc.stderr
