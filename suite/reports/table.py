@@ -10,7 +10,7 @@ from rich.text import Text
 
 from suite.logs import DETAIL_LOG, parse_detail_log
 from suite.reports.explain import client_notes, explain
-from suite.results import RunResult, Status, TestResult
+from suite.results import AccuracyResult, RunResult, Status, TestResult
 
 _STYLE = {Status.VALID: "green", Status.INVALID: "yellow", Status.FAILED: "red",
           Status.INTERRUPTED: "magenta"}
@@ -83,7 +83,33 @@ def _test_notes(test: TestResult) -> list[str]:
     acc = test.accuracy
     if acc is not None and acc.loadgen_errors:
         notes.append(f"the accuracy log has {len(acc.loadgen_errors)} LoadGen error(s)")
+    if acc is not None and not acc.passed:
+        notes += [f"accuracy FAIL because {why}" for why in accuracy_reasons(acc)]
     return notes
+
+
+def accuracy_reasons(acc: AccuracyResult) -> list[str]:
+    """Why an accuracy result failed, each reason from its own figures (issue 40, item 11:
+    a failed target was shown only as FAIL in the table)."""
+    reasons = []
+    unit = "%" if acc.metric == "acc" else ""
+    name = "top-1" if acc.metric == "acc" else acc.metric
+    if acc.value < acc.target:
+        reasons.append(f"{name} {acc.value:.4f}{unit} is below the round's target "
+                       f"{acc.target:.4f}{unit} ({acc.good:,} of {acc.total:,} samples scored)")
+    details = acc.details
+    tokens = details.get("tokens_per_sample")
+    low, high = details.get("tokens_per_sample_min"), details.get("tokens_per_sample_max")
+    if tokens is not None and low is not None and high is not None and not low <= tokens <= high:
+        reasons.append(f"tokens per sample {tokens:,.1f} is outside the round's bounds "
+                       f"{low:,.1f}-{high:,.1f} (outputs cut short or run on)")
+    if acc.loadgen_errors:
+        reasons.append(f"LoadGen logged {len(acc.loadgen_errors)} error(s) during the "
+                       f"accuracy run (first: {acc.loadgen_errors[0]})")
+    if not reasons:  # a round target other than the first (see the test's message)
+        reasons.append("a target of the round's accuracy row was missed (see the "
+                       "accuracy.txt beside the accuracy log)")
+    return reasons
 
 
 def run_notes(results: Iterable[RunResult]) -> list[str]:
