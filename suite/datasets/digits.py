@@ -32,6 +32,7 @@ from suite.config.model import DataConfig
 from suite.datasets.base import InMemoryDataset
 from suite.errors import DatasetError
 from suite.models import ModelCard
+from suite.paths import install_hint
 from suite.types import IndexArray
 
 
@@ -72,7 +73,7 @@ def _bundled_csv() -> Path:
     path = Path(locations[0]) / "datasets" / "data" / "digits.csv.gz" if locations else None
     if path is None or not path.is_file():
         raise DatasetError("scikit-learn's bundled digits.csv.gz was not found",
-                           hint="install scikit-learn (a core dependency): pip install -e .")
+                           hint=f"install scikit-learn (a core dependency): {install_hint()}")
     return path
 
 
