@@ -370,7 +370,10 @@ def main(argv: list[str] | None = None) -> int:
         with interrupt_on_termination():  # TERM and HUP end a run the way Ctrl-C does
             code = app.main(args=argv, prog_name="suite", standalone_mode=False)
     except click.exceptions.UsageError as exc:
-        err.print(f"[red]usage error:[/] {escape(exc.format_message())}")
+        # The same style as every other error, with a hint that runs as written.
+        command = exc.ctx.command_path if exc.ctx is not None else "suite"
+        err.print(f"[red]error:[/] {escape(exc.format_message())}")
+        err.print(f"  hint: see `{escape(command)} --help` for the options")
         return 1
     except (click.exceptions.Abort, KeyboardInterrupt) as exc:
         cause = exc.__cause__ or exc  # click wraps KeyboardInterrupt in Abort
