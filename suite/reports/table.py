@@ -57,6 +57,29 @@ def _token_latency(test: TestResult) -> str:
     return ", ".join(parts) or "-"
 
 
+def _token_bounds_cell(test: TestResult) -> str:
+    """TTFT and TPOT p99 beside the bounds LoadGen ran with, in ms: ``45.1<2000 / 3.2<100``
+    (issue 40, item 3: the default table showed only tokens/s). The bounds are the detail
+    log's ``requested_server_*_latency``; none where the log does not hold them."""
+    perf = test.performance
+    if perf is None or test.status not in _MEASURED or "ttft_p99_ns" not in perf.tokens:
+        return "-"
+    detail = Path(test.directory) / DETAIL_LOG
+    log = parse_detail_log(detail) if detail.is_file() else None
+    cells = []
+    for key, bound_key in (("ttft_p99_ns", "requested_server_ttft_latency"),
+                           ("tpot_p99_ns", "requested_server_tpot_latency")):
+        if key not in perf.tokens:
+            continue
+        value = perf.tokens[key] / 1e6
+        bound = log.get(bound_key) if log is not None else None
+        if isinstance(bound, int | float) and bound > 0:
+            cells.append(f"{value:,.1f}{'<' if value < bound / 1e6 else '>='}{bound / 1e6:g}")
+        else:
+            cells.append(f"{value:,.1f}")
+    return " / ".join(cells)
+
+
 def _accuracy(test: TestResult, *, target: bool = True) -> str:
     acc = test.accuracy
     if acc is None:
@@ -168,6 +191,8 @@ def results_table(results: Iterable[RunResult], title: str = "infersuite results
     return table
 
 
+#: The compact table's token-latency column: p99 against the bound (< holds, >= misses).
+TOKEN_COLUMN = "TTFT/TPOT p99 ms"
 #: What the compact table fits in (a CI log, an 80-100 column terminal, a pasted issue).
 COMPACT_WIDTH = 100
 
@@ -187,15 +212,19 @@ def _compact_table(results: list[RunResult], title: str) -> Table:
         parts += [f"on {shared['backend']}"] if "backend" in shared else []
         title = f"{title}: {' '.join(parts)}"
     columns = [c for c in ("benchmark", "scenario", "backend", "mode") if c not in shared]
+    latencies = any(test.performance is not None and "ttft_p99_ns" in test.performance.tokens
+                    for result in results for test in result.tests)
     table = Table(title=title)
-    for column in (*columns, "value", "validity", "accuracy", "submittable"):
-        table.add_column(column)
+    for column in (*columns, "value", *((TOKEN_COLUMN,) if latencies else ()),
+                   "validity", "accuracy", "submittable"):
+        table.add_column(column, no_wrap=column == TOKEN_COLUMN)
     for result in results:
         for test in result.tests:
             cells = {"benchmark": result.benchmark, "scenario": result.scenario,
                      "backend": result.backend, "mode": _mode(result, test)}
             table.add_row(
                 *(Text(cells[column]) for column in columns), Text(_metric(test)[1]),
+                *((Text(_token_bounds_cell(test)),) if latencies else ()),
                 Text(test.status.value, style=_STYLE[test.status]),
                 Text(_accuracy(test, target=False)),
                 Text("yes" if result.submittable else "no"))

@@ -46,3 +46,36 @@ def test_a_passing_result_has_no_reason_to_print() -> None:
                                        compliance=None, division="closed",
                                        non_submittable_reasons=[])
     assert not [n for n in run_notes([result]) if "accuracy FAIL" in n]
+
+
+def test_the_default_table_shows_ttft_and_tpot_p99_beside_their_bounds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 40, item 3: an LLM Server run's default table showed only tokens/s."""
+    import json
+
+    from rich.console import Console
+
+    from suite.reports.table import results_table
+    from suite.results import PerformanceSummary
+
+    (tmp_path / "mlperf_log_detail.txt").write_text("".join(
+        ":::MLLOG " + json.dumps({"key": key, "value": value, "metadata": {}}) + "\n"
+        for key, value in (("requested_server_ttft_latency", 2_000_000_000),
+                           ("requested_server_tpot_latency", 100_000_000))))
+    perf = PerformanceSummary(
+        scenario="server", metric_key="k", metric_name="tokens per second",
+        metric_value=1234.0, unit="tokens/s", result_validity="VALID", min_duration_met=True,
+        min_queries_met=True, perf_constraints_met=True, early_stopping_met=True,
+        early_stopping_result=None, invalid_reason=None, num_errors=0, errors=[],
+        query_count=460, latency_ns={}, effective={}, loadgen_version="6.0",
+        tokens={"ttft_p99_ns": 45_100_000.0, "tpot_p99_ns": 123_400_000.0,
+                "tokens_per_second": 1234.0})
+    test = TestResult(mode="performance", directory=str(tmp_path), status=Status.INVALID,
+                      exit_code=2, performance=perf)
+    result = RunResult.model_construct(benchmark="tinylm", scenario="server", backend="torch-llm",
+                                       tests=[test], submittable=False, compliance=None)
+    console = Console(width=100, record=True)
+    console.print(results_table([result], compact=True))
+    text = console.export_text()
+    assert "TTFT/TPOT p99 ms" in text
+    assert "45.1<2000 / 123.4>=100" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
