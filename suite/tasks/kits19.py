@@ -58,10 +58,12 @@ LABELS = "labels"
 _HINT = ("point the dataset at the reference's preprocess.py output for KiTS19 "
          "(vision/medical_imaging/3d-unet-kits19: make preprocess_data)")
 _CASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-#: Numpy's pickle helpers, under numpy 1.x and 2.x names; nothing else is a global here.
-_ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype")} | {
-    (module, name) for module in ("numpy.core.multiarray", "numpy._core.multiarray")
-    for name in ("_reconstruct", "scalar")}
+#: Numpy's pickle helpers under numpy 1.x and 2.x names, for pickle protocols 2 to 5
+#: (protocol 2 encodes bytes with ``_codecs.encode``); nothing else is a global here.
+_ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")} | {
+    (f"numpy.{core}.{module}", name) for core in ("core", "_core")
+    for module, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"),
+                         ("numeric", "_frombuffer"))}
 
 
 class _ArrayUnpickler(pickle.Unpickler):

@@ -265,6 +265,25 @@ def test_pickles_hold_arrays_only(tmp_path: Path) -> None:
     assert "not a preprocess.py pickle (it refers to" in _one_line_error(root)
 
 
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_pickles_of_any_protocol_and_numpy_1_names_load(tmp_path: Path, protocol: int) -> None:
+    truth = np.zeros((128, 128, 192), np.uint8)
+    truth[1, 2, 3] = 2
+    image = np.full((1, *truth.shape), -2.2, np.float32)
+    raw = pickle.dumps([image, truth[np.newaxis]], protocol=protocol)
+    if protocol < 4:  # GLOBAL opcodes are text: write the names numpy 1.x pickles hold
+        raw = raw.replace(b"numpy._core.", b"numpy.core.")
+        assert b"numpy.core.multiarray" in raw
+    (tmp_path / "case_00000.pkl").write_bytes(raw)
+    aux = {"case_00000": {"image_shape": (1, 128, 128, 192)}}
+    (tmp_path / "preprocessed_files.pkl").write_bytes(
+        pickle.dumps({"file_list": ["case_00000"], "cases": aux}, protocol=protocol))
+    data = Kits19Task().open(tmp_path, None)
+    assert isinstance(data, Kits19Data)
+    assert np.array_equal(data.inputs(0)["input"], image)
+    assert np.array_equal(data.truth(0), truth)
+
+
 def test_responses_must_cover_every_case_at_its_size(tmp_path: Path) -> None:
     root = _write_dataset(tmp_path, [("case_00000", SMALL), ("case_00003", SMALL)])
     task = Kits19Task()
