@@ -82,7 +82,8 @@ def _unpickle(path: Path) -> Any:
     except FileNotFoundError:
         raise DatasetError(f"{path} is missing", hint=_HINT) from None
     except OSError as exc:
-        raise DatasetError(f"{path} cannot be read: {exc.strerror or exc}") from None
+        raise DatasetError(f"{path} cannot be read: {exc.strerror or exc}",
+                           hint="check the file's permissions and the dataset path") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError,
             AttributeError, IndexError) as exc:
         raise DatasetError(f"{path} is not a preprocess.py pickle ({exc})",
