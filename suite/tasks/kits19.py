@@ -223,7 +223,8 @@ class Kits19Task:
 
     def score(self, data: TaskData, responses: Mapping[int, bytes]) -> TaskScore:
         if not isinstance(data, Kits19Data):
-            raise TypeError(f"Kits19Task.score needs Kits19Data, not {type(data).__name__}")
+            raise DatasetError(f"Kits19Task.score scores a KiTS19 dataset, not a "
+                               f"{type(data).__name__}", hint="pass what Kits19Task.open returned")
         scores = []
         for index, case in enumerate(data.cases):
             if index not in responses:

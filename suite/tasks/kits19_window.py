@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from suite.errors import ModelError
+from suite.errors import DatasetError, ModelError
 
 #: unet_pytorch_to_onnx.py input_names / output_names.
 INPUT_NAME = "input"
@@ -165,8 +165,9 @@ class CaseDice:
 def case_dice(case: str, prediction: Labels, truth: Labels) -> CaseDice:
     """DICE of one case's labels against its ground truth (same shape), per class."""
     if prediction.shape != truth.shape:
-        raise ValueError(f"{case}: prediction {prediction.shape} and ground truth "
-                         f"{truth.shape} differ in shape")
+        raise DatasetError(f"{case}: the prediction's shape {prediction.shape} is not the "
+                           f"ground truth's {truth.shape}",
+                           hint="score the responses against the dataset the run used")
     scores = []
     for label in (1, 2):
         predicted, actual = prediction == label, truth == label

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from suite.errors import DatasetError
+from suite.errors import DatasetError, ModelError
 from suite.models import card_name
 from suite.tasks import TASKS
 from suite.tasks.kits19 import Kits19Data, Kits19Task
@@ -294,3 +294,11 @@ def test_responses_must_cover_every_case_at_its_size(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="no response for QSL index 0"):
         task.score(data, {})
     assert task.score(data, {0: SMALL.tobytes()}).value == pytest.approx(1.0)
+
+
+def test_a_model_or_prediction_of_another_shape_is_one_line() -> None:
+    with pytest.raises(ModelError, match=r"output has shape \(1, 2, 128, 128, 128\)") as info:
+        segment(fx.volume((128, 128, 128)), lambda p: np.zeros((1, 2, 128, 128, 128)))
+    assert "\n" not in str(info.value) and info.value.hint
+    with pytest.raises(DatasetError, match="is not the ground truth's"):
+        case_dice("case_00000", np.zeros((2, 2, 2), np.uint8), np.zeros((2, 2, 3), np.uint8))
