@@ -14,4 +14,5 @@ from __future__ import annotations
 #: A card's ``task`` -> ``"module:Class"`` implementing ``TensorTask``.
 TASKS: dict[str, str] = {
     "speech-recognition": "suite.tasks.librispeech:WhisperTask",
+    "segmentation-3d": "suite.tasks.kits19:Kits19Task",
 }
