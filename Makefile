@@ -24,10 +24,13 @@ RERUN ?= all
 
 .PHONY: demo run test test-fast bench lint clean-venv check lint-config keygen submission verify audit tune bench-gpu engine-vllm
 
+# Each install step says what it installs (a quiet `pip -q` looked like a hang for minutes).
 $(VENV)/.core: pyproject.toml
+	@echo "make: creating $(VENV) and installing infersuite with its dependencies (LoadGen, onnxruntime, numpy...): about a minute on a fast network"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install --progress-bar off -e . | grep -E '^(Collecting|Successfully)' || true
+	@test -x $(VENV)/bin/suite || { echo "make: the install failed (see pip's output above)"; exit 1; }
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.core

@@ -9,7 +9,8 @@ One command for a machine with an NVIDIA GPU:
    Offline at ``--offline-batch``, and Server: the highest VALID target QPS at the
    benchmark's 15 ms bound, by bisection over ``--probes`` runs;
 3. a raw torch loop (the same module, dtype and batch sizes, no harness), the best of
-   1 and 2 threads, each with its own CUDA stream.
+   1 and 2 threads, each with its own CUDA stream, eager or replaying a captured CUDA
+   graph (ours runs with the backend's ``cuda_graphs`` unless ``--no-cuda-graphs``).
 
 Every harness figure is LoadGen's, read from the run's ``result.json``; only the raw
 loop is timed here. One JSON file goes to ``bench/results/bench_gpu_<UTC>.json``. On
@@ -83,6 +84,8 @@ def suite_run(scenario: str, workload: dict[str, Path], runs: Path, args: argpar
             f"{prefix}device": '"cuda"', f"{prefix}dtype": '"fp16"',
             f"{prefix}channels_last": "true" if args.channels_last else "false",
             "loadgen.min_duration_ms": str(int(args.seconds * 1000))}
+    if args.cuda_graphs:  # one graph per padded bucket size, as the raw loop replays one
+        sets.update({f"{prefix}cuda_graphs": "true", f"{prefix}shapes": '"buckets"'})
     command = [sys.executable, "-m", "suite", "run", "--benchmark", "resnet50", "--scenario",
                scenario, "--backend", BACKEND, "--quick", "--runs-dir", str(runs),
                "--workers", str(args.workers), *extra]
@@ -111,8 +114,11 @@ def suite_run(scenario: str, workload: dict[str, Path], runs: Path, args: argpar
             "backend": test.get("backend", {}), "run_dir": str(dirs[0])}
 
 
-def raw_rate(batch: int, threads: int, seconds: float, channels_last: bool) -> float:
-    """Samples/s of a plain loop: host batch -> device -> fp16 forward -> argmax -> host."""
+def raw_rate(batch: int, threads: int, seconds: float, channels_last: bool,
+             cuda_graphs: bool = False) -> float:
+    """Samples/s of a plain loop: host batch -> device -> fp16 forward -> argmax -> host
+    (with ``cuda_graphs``, the forward and argmax replayed from one captured graph per
+    thread, the host batch copied into the graph's static input)."""
     import torch
 
     from bench.gpu_resnet50 import resnet50_class
@@ -124,16 +130,37 @@ def raw_rate(batch: int, threads: int, seconds: float, channels_last: bool) -> f
     host = torch.randn((batch, 3, 224, 224)).pin_memory()
     done = [0] * threads
 
-    def step() -> None:
-        x = host.to("cuda", non_blocking=True).half()
+    def forward(x: Any) -> Any:
+        x = x.half()
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        torch.argmax(model(x), dim=1).cpu()  # the copy back synchronises, as ours does
+        return torch.argmax(model(x), dim=1)
+
+    def step() -> None:
+        forward(host.to("cuda", non_blocking=True)).cpu()  # the copy back synchronises
+
+    def graphed_step() -> Any:
+        static_in = torch.empty(host.shape, device="cuda")
+        for _ in range(3):  # warm on this stream before capture, as torch's docs require
+            forward(static_in)
+        torch.cuda.current_stream().synchronize()
+        graph = torch.cuda.CUDAGraph()
+        # thread_local: the other thread's eager work during this capture is not an error
+        with torch.cuda.graph(graph, stream=torch.cuda.current_stream(),
+                              capture_error_mode="thread_local"):
+            static_out = forward(static_in)
+
+        def replay() -> None:
+            static_in.copy_(host, non_blocking=True)
+            graph.replay()
+            static_out.cpu()
+        return replay
 
     def loop(index: int, until: float) -> None:
         with torch.inference_mode(), torch.cuda.stream(torch.cuda.Stream()):
+            run = graphed_step() if cuda_graphs else step
             while time.perf_counter() < until:
-                step()
+                run()
                 done[index] += batch
 
     with torch.inference_mode():
@@ -175,7 +202,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="per LoadGen run / raw loop")
     parser.add_argument("--offline-batch", type=int, default=64)
-    parser.add_argument("--server-batch", type=int, default=16)
+    # 32 and CUDA graphs: the configuration that held 0.75 of Offline on an H200 (eager
+    # launches at batch 16 could not keep up; bench/PERFORMANCE.md, 2026-11-28)
+    parser.add_argument("--server-batch", type=int, default=32)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--probes", type=int, default=6, choices=range(1, 21),
                         metavar="1-20", help="Server bisection steps")
@@ -185,6 +214,9 @@ def main() -> int:
                         help="Server searches, one per sut.worker_model (comma-separated); "
                         "the best is the headline, every search is recorded")
     parser.add_argument("--channels-last", action="store_true")
+    parser.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=True,
+                        help="ours with backend cuda_graphs (shapes 'buckets'); the raw side "
+                        "is then the best of eager and one captured graph per thread")
     parser.add_argument("--skip-pytest", action="store_true")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
@@ -213,8 +245,9 @@ def main() -> int:
         workload = {"dataset": tmp / "imagenet", "weights": tmp / "resnet50_random.pt"}
         fixture.write_dataset(workload["dataset"])
         write_weights(workload["weights"])
-        raw = {f"batch_{b}": max(raw_rate(b, t, args.seconds, args.channels_last)
-                                 for t in (1, 2))
+        # the best raw configuration: 1 or 2 threads, eager or (with --cuda-graphs) graphed
+        raw = {f"batch_{b}": max(raw_rate(b, t, args.seconds, args.channels_last, graphs)
+                                 for t in (1, 2) for graphs in {False, args.cuda_graphs})
                for b in sorted({args.offline_batch, args.server_batch})}
         offline = suite_run("offline", workload, tmp / "offline", args,
                             "--batch-size", str(args.offline_batch),

@@ -69,6 +69,16 @@ class Paths:
             return str(path)
 
 
+def install_hint(extra: str = "") -> str:
+    """The pip command that installs infersuite (with ``extra``) the way this copy was
+    installed: an editable checkout reinstalls itself, a wheel names the package (issue 40,
+    item 5: a wheel user was told ``pip install -e '.[openai]'``)."""
+    spec = f"[{extra}]" if extra else ""
+    if (CHECKOUT / "pyproject.toml").is_file() and not (PACKAGE_DATA / "run_rules").is_dir():
+        return f"pip install -e '.{spec}'"
+    return f"pip install 'infersuite{spec}'"
+
+
 def project_paths(home: Path) -> Paths:
     """A project directory: data and state side by side (``SUITE_HOME``, a test's copy)."""
     return Paths(home, home / "runs", home / "submissions", home / "cache",

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from suite.models import Kind
+from suite.paths import install_hint
 
 if TYPE_CHECKING:
     from suite.models import ModelCard
@@ -169,7 +170,7 @@ class BackendCore:
         if cls.install:
             return cls.install
         if cls.extra:
-            return f"pip install -e '.[{cls.extra}]'"
+            return install_hint(cls.extra)
         return "pip install " + " ".join(missing)
 
     @classmethod

@@ -119,8 +119,9 @@ def precision_record(dtype: str, tf32: bool) -> tuple[str, str]:
 
 #: How to get torch: the CPU build first (an open range pulls a multi-GB CUDA build), then
 #: the extra, as the README says; for an installed wheel and for a checkout.
-TORCH_INSTALL = ("pip install torch==2.13.0 (the CPU build; on a GPU machine the CUDA build "
-                 "from https://pytorch.org/get-started/locally/), then pip install "
+TORCH_INSTALL = ("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu "
+                 "(the CPU build; on a GPU machine the CUDA build from "
+                 "https://pytorch.org/get-started/locally/), then pip install "
                  "'infersuite[torch]' (in a checkout: pip install -e '.[torch]')")
 
 

@@ -2,7 +2,8 @@
 it goes.
 
 * ``out``: standard output, for tables. A terminal's own width; piped (CI logs, files),
-  ``PIPED_WIDTH`` columns, so a table is not cut at 80.
+  ``COLUMNS`` when the environment sets it, else ``PIPED_WIDTH`` columns, so a table is not
+  cut at 80.
 * ``err``: standard error, for messages, progress and findings. Never wrapped: paths in
   messages must stay copy-pasteable.
 * ``stdout(width)`` / ``stderr(width)``: a console of a given width (``None``: the
@@ -11,6 +12,7 @@ it goes.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from rich.console import Console
@@ -34,8 +36,12 @@ def stderr(width: int | None = None) -> Console:
 
 
 def piped_stdout(piped_width: int = PIPED_WIDTH) -> Console:
-    """Standard output at the terminal's width, or ``piped_width`` columns when piped."""
-    return stdout(None if sys.stdout.isatty() else piped_width)
+    """Standard output at the terminal's width, or, piped, ``COLUMNS`` where the
+    environment sets it (a user who asks for 100 columns gets 100), else ``piped_width``."""
+    if sys.stdout.isatty():
+        return stdout(None)
+    columns = os.environ.get("COLUMNS", "")
+    return stdout(int(columns) if columns.isdigit() and int(columns) >= 40 else piped_width)
 
 
 #: Tables (config, backends, diff, check, audit) on standard output.

@@ -31,12 +31,14 @@ def print_lint(report: LintReport, console: Any, *, table: bool) -> None:
     from rich.table import Table
 
     for f in report.findings:
+        # One style for every error the CLI prints: "error: MESSAGE", then "  hint: ..."
+        # (the rule and where it was set follow the message, for grep and the docs).
         style = "red" if f.severity == "error" else "yellow"
         where = f" ({escape(f.source)})" if f.source else ""
-        console.print(f"[{style}]{f.severity}[/] [bold]{f.rule}[/] {escape(f.message)}{where}",
-                      soft_wrap=True)
+        console.print(f"[{style}]{f.severity}:[/] {escape(f.message)} [{f.rule}]{where}",
+                      soft_wrap=True, highlight=False)
         if f.hint:
-            console.print(f"    hint: {escape(f.hint)}", soft_wrap=True)
+            console.print(f"  hint: {escape(f.hint)}", soft_wrap=True)
     if table and report.effective:
         grid = Table(title="effective settings")
         for column in ("key", "value", "source"):

@@ -138,10 +138,14 @@ def _validate(section: type[_Section], prefix: str, values: dict[str, Any],
         first = exc.errors()[0]
         key = f"{prefix}." + ".".join(str(part) for part in first["loc"])
         got = sub.get(key.split(".", 1)[1], "<missing>")
+        field = key.split(".", 1)[1]
+        hint = (f"{key}: {section.model_fields[field].description or KEYS_HINT}"
+                if field in section.model_fields else "")
+        if first["type"].startswith("bool") and isinstance(got, str):
+            # A bare word is read as a string: TOML's booleans are lower case.
+            hint = f"write {key}=true or {key}=false (TOML booleans are lower case); {hint}"
         raise ConfigError(
-            f"{provenance.get(key, 'config')}: {key} = {got!r}: {first['msg']}",
-            hint=f"{key}: {section.model_fields[key.split('.', 1)[1]].description or KEYS_HINT}"
-            if key.split(".", 1)[1] in section.model_fields else "",
+            f"{provenance.get(key, 'config')}: {key} = {got!r}: {first['msg']}", hint=hint,
         ) from None
 
 

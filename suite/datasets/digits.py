@@ -32,6 +32,7 @@ from suite.config.model import DataConfig
 from suite.datasets.base import InMemoryDataset
 from suite.errors import DatasetError
 from suite.models import ModelCard
+from suite.paths import install_hint
 from suite.types import IndexArray
 
 
@@ -72,7 +73,7 @@ def _bundled_csv() -> Path:
     path = Path(locations[0]) / "datasets" / "data" / "digits.csv.gz" if locations else None
     if path is None or not path.is_file():
         raise DatasetError("scikit-learn's bundled digits.csv.gz was not found",
-                           hint="install scikit-learn (a core dependency): pip install -e .")
+                           hint=f"install scikit-learn (a core dependency): {install_hint()}")
     return path
 
 
@@ -128,7 +129,14 @@ class DigitsDataset(InMemoryDataset):
     def __init__(self, card: ModelCard, data: DataConfig | None = None,
                  progress: object = None) -> None:
         # Bundled with scikit-learn: no directory to read and nothing to report; the
-        # parsed split is staged in the cache when the config names one.
+        # parsed split is staged in the cache when the config names one. A directory the
+        # user names would be silently ignored, so it is refused (a run records only what
+        # it read).
+        if data is not None and data.dataset_dir:
+            raise DatasetError(
+                f"{card.name}: data.dataset_dir={data.dataset_dir!r} does not apply: the "
+                f"digits dataset is bundled with scikit-learn",
+                hint="drop --dataset-path (or data.dataset_dir) for digits")
         cache_dir = data.cache_dir if data is not None else ""
         images, labels = staged_split(card, Path(cache_dir)) if cache_dir \
             else validation_split(card)

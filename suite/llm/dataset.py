@@ -20,6 +20,7 @@ from typing import Any
 
 from suite.errors import DatasetError
 from suite.llm.card import LLMCard
+from suite.paths import install_hint
 
 
 class CharTokenizer:
@@ -74,7 +75,7 @@ class HFTokenizer:
             from tokenizers import Tokenizer
         except ImportError:
             raise DatasetError("the round's LLM benchmarks need the tokenizers package",
-                               hint="pip install -e '.[hf]'") from None
+                               hint=install_hint("hf")) from None
         if not path.is_file():
             raise DatasetError(f"tokenizer file {path} does not exist",
                                hint="--model-path: the model directory (with tokenizer.json)")

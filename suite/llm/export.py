@@ -39,7 +39,10 @@ RECORD = "export.json"
 FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
          "tokenizer_config.json")
 
-_EXTRA = "pip install safetensors tokenizers transformers (or -e '.[hf]')"
+#: The export writes torch tensors and checks them with transformers: torch (the CPU
+#: build, as the torch backend's hint says), then the ``hf`` extra.
+_EXTRA = ("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu, then "
+          "pip install 'infersuite[hf]' (in a checkout: pip install -e '.[hf]')")
 
 
 @dataclass(frozen=True)

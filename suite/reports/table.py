@@ -10,7 +10,7 @@ from rich.text import Text
 
 from suite.logs import DETAIL_LOG, parse_detail_log
 from suite.reports.explain import client_notes, explain
-from suite.results import RunResult, Status, TestResult
+from suite.results import AccuracyResult, RunResult, Status, TestResult
 
 _STYLE = {Status.VALID: "green", Status.INVALID: "yellow", Status.FAILED: "red",
           Status.INTERRUPTED: "magenta"}
@@ -57,6 +57,29 @@ def _token_latency(test: TestResult) -> str:
     return ", ".join(parts) or "-"
 
 
+def _token_bounds_cell(test: TestResult) -> str:
+    """TTFT and TPOT p99 beside the bounds LoadGen ran with, in ms: ``45.1<2000 / 3.2<100``
+    (issue 40, item 3: the default table showed only tokens/s). The bounds are the detail
+    log's ``requested_server_*_latency``; none where the log does not hold them."""
+    perf = test.performance
+    if perf is None or test.status not in _MEASURED or "ttft_p99_ns" not in perf.tokens:
+        return "-"
+    detail = Path(test.directory) / DETAIL_LOG
+    log = parse_detail_log(detail) if detail.is_file() else None
+    cells = []
+    for key, bound_key in (("ttft_p99_ns", "requested_server_ttft_latency"),
+                           ("tpot_p99_ns", "requested_server_tpot_latency")):
+        if key not in perf.tokens:
+            continue
+        value = perf.tokens[key] / 1e6
+        bound = log.get(bound_key) if log is not None else None
+        if isinstance(bound, int | float) and bound > 0:
+            cells.append(f"{value:,.1f}{'<' if value < bound / 1e6 else '>='}{bound / 1e6:g}")
+        else:
+            cells.append(f"{value:,.1f}")
+    return " / ".join(cells)
+
+
 def _accuracy(test: TestResult, *, target: bool = True) -> str:
     acc = test.accuracy
     if acc is None:
@@ -83,7 +106,33 @@ def _test_notes(test: TestResult) -> list[str]:
     acc = test.accuracy
     if acc is not None and acc.loadgen_errors:
         notes.append(f"the accuracy log has {len(acc.loadgen_errors)} LoadGen error(s)")
+    if acc is not None and not acc.passed:
+        notes += [f"accuracy FAIL because {why}" for why in accuracy_reasons(acc)]
     return notes
+
+
+def accuracy_reasons(acc: AccuracyResult) -> list[str]:
+    """Why an accuracy result failed, each reason from its own figures (issue 40, item 11:
+    a failed target was shown only as FAIL in the table)."""
+    reasons = []
+    unit = "%" if acc.metric == "acc" else ""
+    name = "top-1" if acc.metric == "acc" else acc.metric
+    if acc.value < acc.target:
+        reasons.append(f"{name} {acc.value:.4f}{unit} is below the round's target "
+                       f"{acc.target:.4f}{unit} ({acc.good:,} of {acc.total:,} samples scored)")
+    details = acc.details
+    tokens = details.get("tokens_per_sample")
+    low, high = details.get("tokens_per_sample_min"), details.get("tokens_per_sample_max")
+    if tokens is not None and low is not None and high is not None and not low <= tokens <= high:
+        reasons.append(f"tokens per sample {tokens:,.1f} is outside the round's bounds "
+                       f"{low:,.1f}-{high:,.1f} (outputs cut short or run on)")
+    if acc.loadgen_errors:
+        reasons.append(f"LoadGen logged {len(acc.loadgen_errors)} error(s) during the "
+                       f"accuracy run (first: {acc.loadgen_errors[0]})")
+    if not reasons:  # a round target other than the first (see the test's message)
+        reasons.append("a target of the round's accuracy row was missed (see the "
+                       "accuracy.txt beside the accuracy log)")
+    return reasons
 
 
 def run_notes(results: Iterable[RunResult]) -> list[str]:
@@ -142,6 +191,8 @@ def results_table(results: Iterable[RunResult], title: str = "infersuite results
     return table
 
 
+#: The compact table's token-latency column: p99 against the bound (< holds, >= misses).
+TOKEN_COLUMN = "TTFT/TPOT p99 ms"
 #: What the compact table fits in (a CI log, an 80-100 column terminal, a pasted issue).
 COMPACT_WIDTH = 100
 
@@ -161,15 +212,19 @@ def _compact_table(results: list[RunResult], title: str) -> Table:
         parts += [f"on {shared['backend']}"] if "backend" in shared else []
         title = f"{title}: {' '.join(parts)}"
     columns = [c for c in ("benchmark", "scenario", "backend", "mode") if c not in shared]
+    latencies = any(test.performance is not None and "ttft_p99_ns" in test.performance.tokens
+                    for result in results for test in result.tests)
     table = Table(title=title)
-    for column in (*columns, "value", "validity", "accuracy", "submittable"):
-        table.add_column(column)
+    for column in (*columns, "value", *((TOKEN_COLUMN,) if latencies else ()),
+                   "validity", "accuracy", "submittable"):
+        table.add_column(column, no_wrap=column == TOKEN_COLUMN)
     for result in results:
         for test in result.tests:
             cells = {"benchmark": result.benchmark, "scenario": result.scenario,
                      "backend": result.backend, "mode": _mode(result, test)}
             table.add_row(
                 *(Text(cells[column]) for column in columns), Text(_metric(test)[1]),
+                *((Text(_token_bounds_cell(test)),) if latencies else ()),
                 Text(test.status.value, style=_STYLE[test.status]),
                 Text(_accuracy(test, target=False)),
                 Text("yes" if result.submittable else "no"))

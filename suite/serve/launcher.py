@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from suite.backends.remote_check import V2_DATATYPES
 from suite.errors import SuiteError
 from suite.harness.signals import die_with_parent
+from suite.paths import install_hint
 
 if TYPE_CHECKING:
     from suite.models import ModelCard
@@ -128,7 +129,7 @@ def start_replicas(card: ModelCard, count: int, workdir: Path, *, host: str = "1
     if count < 1:
         raise ServeError(f"--replicas {count}: at least one replica is needed")
     if importlib.util.find_spec("mlserver") is None:
-        raise ServeError("MLServer is not installed", hint="pip install -e '.[remote]'")
+        raise ServeError("MLServer is not installed", hint=install_hint("remote"))
     chosen = settings or model_settings(card, max_batch_size)
     replicas: list[Replica] = []
     try:
@@ -177,7 +178,7 @@ def wait_ready(replica: Replica, timeout_s: float) -> None:
             raise ServeError(f"mlserver for {replica.directory} exited with code "
                              f"{replica.process.returncode} before its model was ready:\n"
                              f"{log_tail(replica.log)}",
-                             hint="is the `remote` extra installed (pip install -e '.[remote]')?")
+                             hint=f"is the `remote` extra installed ({install_hint('remote')})?")
         # Not listening yet, or not ready (HTTP 4xx): both are OSErrors here.
         with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1.0) as response:
             if response.status == 200:

@@ -25,6 +25,7 @@ from what the runs recorded, never from a default.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,12 +57,24 @@ class Selection:
     refused: list[str] = field(default_factory=list)
 
 
-def select_runs(runs_dir: Path, rules: RuleSet, *, unofficial: bool) -> Selection:
-    """The best run per (benchmark, scenario), and why every other run was refused."""
+def select_runs(runs_dir: Path, rules: RuleSet, *, unofficial: bool,
+                only: Sequence[str] = ()) -> Selection:
+    """The best run per (benchmark, scenario), and why every other run was refused.
+
+    ``only``: the run directories (names under ``runs_dir``) the user chose with ``--run``;
+    then no other run is considered, and a name that is not there is an error."""
     selection = Selection()
     pool: dict[tuple[str, str], list[Candidate]] = {}
-    for run_dir in sorted(p for p in runs_dir.iterdir() if p.is_dir()) \
-            if runs_dir.is_dir() else []:
+    run_dirs = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+    if only:
+        names = {p.name for p in run_dirs}
+        missing = [name for name in only if Path(name).name not in names]
+        if missing:
+            raise SuiteError(f"--run {missing[0]}: no run directory of that name in {runs_dir}",
+                             hint="`suite runs` lists the runs; give their names as shown")
+        chosen = {Path(name).name for name in only}
+        run_dirs = [p for p in run_dirs if p.name in chosen]
+    for run_dir in run_dirs:
         why, candidate = _candidate(run_dir, rules, unofficial)
         if candidate is None:
             if why:

@@ -19,7 +19,7 @@ import glob
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,8 +95,9 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
             out_dir: Path | None = None, round_name: str | None = None,
             key_path: Path | None = None, unofficial: bool = False,
             prompt: Callable[[], str] | None = None,
-            paths: Paths | None = None) -> PackageResult:
-    """Build ``<out>/<division>_<submitter>_<system>/``, check it, and sign its bundle."""
+            paths: Paths | None = None, runs: Sequence[str] = ()) -> PackageResult:
+    """Build ``<out>/<division>_<submitter>_<system>/``, check it, and sign its bundle.
+    ``runs``: package only these run directories (names under ``runs_dir``)."""
     from suite.checker import check_path
     from suite.config.rules import DEFAULT_ROUND, load_rules
     from suite.submission import network, safety
@@ -113,7 +114,8 @@ def package(submitter: str, system_name: str, *, division: str = "closed",
     key = private_key(key_path, prompt)  # fail on the key before any work
     name = f"{division}_{submitter}_{system_name}"
     check_out_dir(out_dir or paths.submissions, name)  # and on where the result goes
-    selection = pkg.select_runs(runs_dir or paths.runs, rules, unofficial=unofficial)
+    selection = pkg.select_runs(runs_dir or paths.runs, rules, unofficial=unofficial,
+                                only=runs)
     pkg.refuse_if_empty(selection)
     user = read_user_toml(system_config)
     declared = user.pop("weight_data_types", None)  # ours to check, not a system JSON field

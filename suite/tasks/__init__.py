@@ -13,6 +13,8 @@ from __future__ import annotations
 
 #: A card's ``task`` -> ``"module:Class"`` implementing ``TensorTask``.
 TASKS: dict[str, str] = {
+    "speech-recognition": "suite.tasks.librispeech:WhisperTask",
+    "segmentation-3d": "suite.tasks.kits19:Kits19Task",
     "object-detection-yolo": "suite.tasks.yolo:YoloTask",
     "object-detection-openimages": "suite.tasks.openimages:RetinanetTask",
 }

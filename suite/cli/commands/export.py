@@ -23,6 +23,10 @@ def export_command(benchmark: str, out_dir: Path, fmt: str, verify_samples: int,
     Exit 0 when every compared prompt gives the same tokens, 2 when one differs."""
     from suite.api import export
 
+    if verify_samples:  # loading transformers and comparing took minutes in silence
+        click.echo(f"exporting {benchmark}, then loading the export with transformers and "
+                   f"comparing its greedy outputs with ours on {verify_samples} prompts (a "
+                   "minute or more; --verify-samples 0 skips the comparison)", err=True)
     result = export(benchmark, out_dir, fmt=fmt, verify_samples=verify_samples, force=force)
     click.echo(f"exported {benchmark} ({fmt}) to {out_dir}: "
                + ", ".join(p.name for p in result.files))

@@ -32,18 +32,23 @@ def prompt_passphrase() -> str:
 @click.option("--out-dir", type=click.Path(path_type=Path), help="default: submissions/")
 @click.option("--round", "round_name", default=None, help="default: the newest round")
 @click.option("--key", "key_path", type=click.Path(path_type=Path), help=KEY_HELP)
+@click.option("--run", "runs", multiple=True, metavar="RUN",
+              help="package only this run (its name as `suite runs` lists it; repeat for "
+              "each); default: the best run per benchmark and scenario")
 @click.option("--unofficial", is_flag=True,
               help="package invalid or non-submittable runs anyway (marked unofficial)")
 def package_command(submitter: str, system_name: str, division: str,
                     system_config: Path | None, runs_dir: Path | None, out_dir: Path | None,
-                    round_name: str | None, key_path: Path | None, unofficial: bool) -> int:
+                    round_name: str | None, key_path: Path | None, runs: tuple[str, ...],
+                    unofficial: bool) -> int:
     """Build submissions/<division>_<submitter>_<system>/ and its signed .tar.gz."""
     from suite.api import package
     from suite.cli.render import print_package
 
     done = package(submitter, system_name, division=division, system_config=system_config,
                    runs_dir=runs_dir, out_dir=out_dir, round_name=round_name,
-                   key_path=key_path, unofficial=unofficial, prompt=prompt_passphrase)
+                   key_path=key_path, unofficial=unofficial, prompt=prompt_passphrase,
+                   runs=runs)
     print_package(done, unofficial=unofficial)
     return done.exit_code
 

@@ -15,8 +15,10 @@ import click
 @click.option("--replicas", default=1, show_default=True, type=click.IntRange(1, 64),
               help="MLServer processes, one port pair each")
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on")
-@click.option("--max-batch-size", default=256, show_default=True,
-              type=click.IntRange(1, 65536), help="largest request the model takes")
+@click.option("--batch-size", "--max-batch-size", "max_batch_size", default=256,
+              show_default=True, type=click.IntRange(1, 65536),
+              help="largest request the model takes (as `suite run --batch-size`; "
+              "--max-batch-size: its old name)")
 @click.option("--model-path", type=click.Path(path_type=Path),
               help="the ONNX file, for cards whose model the user supplies")
 @click.option("--workdir", type=click.Path(path_type=Path),

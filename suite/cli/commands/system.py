@@ -9,8 +9,9 @@ import click
 
 
 @click.command("system")
-@click.option("--config", "config_file", type=click.Path(path_type=Path),
-              help="TOML with the human fields (submitter, system_name, status, cooling, ...)")
+@click.option("--system-config", "--config", "config_file", type=click.Path(path_type=Path),
+              help="TOML with the human fields (submitter, system_name, status, cooling, ...); "
+              "the same file as `suite package --system-config` (--config: its old name)")
 @click.option("--division", default="closed", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), help="write the JSON here "
               "(default: print it)")

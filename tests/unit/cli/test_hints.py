@@ -41,3 +41,20 @@ def test_report_names_a_missing_directory_like_every_other_error(tmp_path: Path)
     assert done.returncode == 1
     assert done.stderr.startswith("error: ") and "is not a directory" in done.stderr
     assert "Usage:" not in done.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("run", "--benchmark", "digits", "--nosuch"),                                # usage
+    ("lint", "--benchmark", "digits", "--set", "loadgen.min_durationms=5"),      # a finding
+    ("show", "no-such-run-anywhere"),                                            # SuiteError
+])
+def test_every_error_has_one_style_and_a_hint(args: tuple[str, ...]) -> None:
+    """Issue 40, item 10: errors came in three styles (`error LINT-…`, `error: … hint:`,
+    `usage error:`), some without a hint."""
+    done = run_cli(*args, timeout=120)
+    assert done.returncode in (1, 2)
+    lines = (done.stderr + done.stdout).splitlines()  # `lint` prints its report on stdout
+    first = next(i for i, line in enumerate(lines) if line.startswith("error"))
+    assert lines[first].startswith("error: ")
+    assert lines[first + 1].startswith("  hint: ")
+    assert "usage error" not in done.stderr + done.stdout

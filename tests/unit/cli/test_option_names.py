@@ -56,3 +56,14 @@ def test_report_writes_to_out_and_still_takes_html(tmp_path: Path) -> None:
     assert neither.returncode == 1 and "--out FILE" in neither.stderr
     both = run_cli("report", str(tmp_path), "--out", "a.html", "--html", "b.html")
     assert both.returncode == 1 and "two output files given" in both.stderr
+
+
+def test_one_name_for_the_system_file_and_the_batch_size() -> None:
+    """Issue 40, item 9: `suite system --config` was `package --system-config`'s file and
+    `serve --max-batch-size` was `run --batch-size`; the shared names work, the old too."""
+    system = run_cli("system", "--help")
+    assert "--system-config" in system.stdout and "--config" in system.stdout
+    serve = run_cli("serve", "--help")
+    assert "--batch-size" in serve.stdout and "--max-batch-size" in serve.stdout
+    package = run_cli("package", "--help")
+    assert "--system-config" in package.stdout

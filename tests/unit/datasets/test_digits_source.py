@@ -20,3 +20,17 @@ def test_staging_digits_imports_no_scikit_learn() -> None:
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["450", "False", "False"]
 
+
+
+def test_a_dataset_directory_for_bundled_digits_is_refused_in_one_line() -> None:
+    """digits reads scikit-learn's bundled split: a named directory would be ignored while
+    the run records it, so ``--dataset-path`` is refused with one line and exit 1."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "suite", "run", "--benchmark", "digits", "--scenario",
+         "offline", "--quick", "--dataset-path", "/nosuchdir"],
+        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and "data.dataset_dir='/nosuchdir'" in errors[0]
+    assert "bundled" in errors[0] and "hint: drop --dataset-path" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -13,7 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from suite.config.rules import load_rules
+from suite.errors import SuiteError
 from suite.paths import find_paths
 from suite.submission.package import _copy_compliance, select_runs
 from suite.submission.safety import Precision
@@ -134,3 +137,16 @@ def test_a_test_with_no_passing_attempt_refuses_the_run(tmp_path: Path) -> None:
     lines = _copy_compliance(cand, out, sub, Precision("fp32", "none"), find_paths())
     assert not (out / "TEST06").exists()
     assert "TEST06: no attempt passed; none is packaged" in lines
+
+
+def test_run_names_the_runs_to_package_and_nothing_else(tmp_path: Path) -> None:
+    """Issue 40, item 13: packaging chose a synthetic-endpoint run as 'best' with no way to
+    name the runs; ``--run`` restricts the candidates to the runs named."""
+    write_run(tmp_path, "a_fast", value=500.0)
+    write_run(tmp_path, "b_slow", value=5.0)
+    assert select_runs(tmp_path, RULES, unofficial=True).chosen[
+        ("digits", "offline")].run.run_id == "a_fast"  # by default the best figure
+    chosen = select_runs(tmp_path, RULES, unofficial=True, only=["b_slow"]).chosen
+    assert [c.run.run_id for c in chosen.values()] == ["b_slow"]
+    with pytest.raises(SuiteError, match="--run nosuch: no run directory of that name"):
+        select_runs(tmp_path, RULES, unofficial=True, only=["nosuch"])
