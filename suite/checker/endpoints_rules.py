@@ -65,10 +65,15 @@ def check_endpoints(ctx: ResultContext) -> tuple[float | None, str | None, float
     got = read_endpoint_result(res)
     sub_ep = ctx.sub.endpoints
     with ctx.rule(RuleId.EP_ARTIFACTS, res) as run:
+        # nothing of either format: most likely a LoadGen result whose logs were lost
+        neither = len(got.problems) == 3 and all(w.startswith("missing") for _, w in
+                                                 got.problems)
         for path, why in got.problems if run else []:
             ctx.add(RuleId.EP_ARTIFACTS, path, f"{path.name} is {why}",
                     expected="the endpoint benchmarker's file", found=why,
-                    hint="copy the report directory of the endpoint benchmarker unchanged")
+                    hint="no LoadGen log either (performance/run_1/ and accuracy/"
+                    "mlperf_log_detail.txt): copy the run's logs" if neither else
+                    "copy the report directory of the endpoint benchmarker unchanged")
     with ctx.rule(RuleId.EP_MODEL, res) as run:
         allowed = sub_ep.models if sub_ep is not None else []
         if run and ctx.model_name not in allowed:

@@ -185,3 +185,15 @@ def test_keys_resolve_as_the_official_parser(baseline: Path) -> None:
     missing = read_endpoint_result(baseline / "nowhere")
     assert {p.name for p, _ in missing.problems} == {"config.yaml", "result_summary.json",
                                                     "accuracy_results.json"}
+
+
+def test_a_result_of_neither_format_names_both(baseline: Path, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(baseline, tree)
+    for rel in (et.CONFIG, et.SUMMARY, et.ACCURACY):
+        et.delete(f"{et.LLAMA_OFF}/{rel}")(tree)
+    report = check_path(tree, V61, compat_official=True)
+    hits = [f for r in report.results if r.id == et.LLAMA_OFF for f in r.findings
+            if f.rule == "EP-ARTIFACTS"]
+    assert len(hits) == 3 and all("no LoadGen log either" in f.hint for f in hits), hits
+    assert _failing(report) == {LO}
