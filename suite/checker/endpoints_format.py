@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.checker.context import ResultContext, read_json
+from suite.paths import RECORD_FILE_LIMIT, regular_file_problem
 
 SUMMARY = "performance/result_summary.json"
 ACCURACY = "accuracy/accuracy_results.json"
@@ -115,8 +116,13 @@ def _read_config(res: Path, problems: list[tuple[Path, str]]) -> Any:
     errors = []
     for path in present:  # the first that parses, as the official loader reads them
         try:
+            if (problem := regular_file_problem(path, RECORD_FILE_LIMIT)) is not None:
+                errors.append((path, problem))
+                continue
             return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        except (OSError, UnicodeDecodeError) as exc:
+            errors.append((path, f"unreadable: {exc}"))
+        except yaml.YAMLError as exc:
             errors.append((path, f"not valid YAML: {type(exc).__name__}"))
     problems.extend(errors)
     return {}

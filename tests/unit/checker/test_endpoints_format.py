@@ -22,6 +22,8 @@ the mutation breaks, and nothing else. The figures it printed for the baseline a
 
 from __future__ import annotations
 
+import importlib
+import os
 import shutil
 from pathlib import Path
 
@@ -197,3 +199,24 @@ def test_a_result_of_neither_format_names_both(baseline: Path, tmp_path: Path) -
             if f.rule == "EP-ARTIFACTS"]
     assert len(hits) == 3 and all("no LoadGen log either" in f.hint for f in hits), hits
     assert _failing(report) == {LO}
+
+
+def test_an_unusable_config_is_a_finding_never_a_hang(baseline: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    res = tmp_path / "res"
+    shutil.copytree(baseline / et.LLAMA_OFF, res)
+    (res / et.CONFIG).unlink()
+    os.mkfifo(res / et.CONFIG)  # a FIFO would block a reader: it is never opened
+    (res / "config.yml").write_text("type: [offline\n")
+    assert [(p.name, why) for p, why in read_endpoint_result(res).problems] == [
+        ("config.yaml", "not a regular file"), ("config.yml", "not valid YAML: ParserError")]
+    real = importlib.import_module
+
+    def no_yaml(name: str) -> object:
+        if name == "yaml":
+            raise ImportError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib, "import_module", no_yaml)
+    [(path, why)] = read_endpoint_result(baseline / et.LLAMA_OFF).problems
+    assert path.name == "config.yaml" and "pip install 'infersuite[endpoints]'" in why
