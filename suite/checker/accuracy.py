@@ -41,11 +41,11 @@ def check_accuracy(ctx: ResultContext) -> float | None:
                             expected=need, found=raw, hint="run --mode accuracy unchanged")
     if ctx.tree_mode:
         _truncated(ctx)
-        _extra_files(ctx)
+        check_extra_files(ctx)
     return _accuracy_txt(ctx)
 
 
-def _extra_files(ctx: ResultContext) -> None:
+def check_extra_files(ctx: ResultContext) -> None:
     """A-5: the sample outputs (SDXL images, wan videos) the round names by id."""
     if ctx.model is None or not ctx.model.accuracy_extra_files:
         return

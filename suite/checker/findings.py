@@ -68,6 +68,8 @@ class RuleId(StrEnum):
     COMP_PASS = "COMP-PASS"
     CHECK_INTERNAL = "CHECK-INTERNAL"
     RUN_STATUS = "RUN-STATUS"
+    EP_ARTIFACTS = "EP-ARTIFACTS"
+    EP_MODEL = "EP-MODEL"
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,12 @@ RULES: dict[RuleId, Rule] = {rule.id: rule for rule in [
        "says it completed; a FAILED or INTERRUPTED run's LoadGen logs are not evidence "
        "(the samples answered empty at the failure count as completed there)",
        "infersuite: a failed run is never a result"),
+    _r("EP-ARTIFACTS", "an endpoint-format result: config.yaml, performance/result_summary."
+       "json and accuracy/accuracy_results.json exist, parse, and carry the keys the checks "
+       "read (the result's figure among them)",
+       "loader load_endpoints_logs; EndpointsParser; get_performance_metric_check"),
+    _r("EP-MODEL", "an endpoint-format result is of a model the round allows in that format",
+       "endpoints_model_check (ENDPOINTS_ALLOWED_MODELS)"),
     _r("CHECK-INTERNAL", "suite check itself failed while evaluating a rule (a bug in the "
        "checker, not a verdict on the file); the traceback is in the finding",
        "infersuite: a missing verdict is a failure"),

@@ -101,6 +101,17 @@ def supported_rounds(paths: Paths) -> list[str]:
     return [r for r in available_rounds(paths) if re.fullmatch(r"v\d+\.\d+", r)]
 
 
+def _endpoints_round(root: Path, paths: Paths, rounds: list[str]) -> str | None:
+    """A tree of endpoint-format results only (no LoadGen log, so no qsl seed): the one
+    round whose checker reads that format (``[submission.endpoints]``), if only one does."""
+    if not any(root.glob("*/*/results/*/*/*/performance/result_summary.json")):
+        return None
+    reading = [name for name in rounds
+               if (sub := load_rules(paths, name).submission) is not None
+               and sub.endpoints is not None]
+    return reading[0] if len(reading) == 1 else None
+
+
 def detect_round(root: Path, paths: Paths) -> str:
     """The round whose seeds most of the tree's performance logs carry (a run directory:
     its own round). Raises ``RoundError`` when no round, or no single round, is named."""
@@ -110,6 +121,8 @@ def detect_round(root: Path, paths: Paths) -> str:
         named = config.get("round") if isinstance(config, dict) else None
         return named if isinstance(named, str) and named in rounds else DEFAULT_ROUND
     seen = Counter(_tree_seeds(root))
+    if not seen and (named := _endpoints_round(root, paths, rounds)) is not None:
+        return named
     if not seen:
         raise RoundError(f"{root}: no performance log with seeds, so the round is unknown",
                          hint="give the round: suite check --round v6.0|v6.1")

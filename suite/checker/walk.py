@@ -18,6 +18,8 @@ from typing import Any
 from suite.checker.accuracy import check_accuracy
 from suite.checker.compliance import check_compliance, check_power
 from suite.checker.context import ResultContext, ResultFiles, as_float, read_json
+from suite.checker.endpoints_format import is_endpoints_result
+from suite.checker.endpoints_rules import check_endpoints
 from suite.checker.findings import RULES, CheckReport, Finding, ResultReport, RuleId, Severity
 from suite.checker.models import SCENARIO_DIRS, read_model_mapping, resolve_model
 from suite.checker.performance import check_performance
@@ -244,16 +246,23 @@ def _metric(ctx: ResultContext) -> tuple[str, str, bool]:
 
 def _check_result(ctx: ResultContext, report: CheckReport) -> None:
     metric = value = None
-    if ctx.scenario is not None:
-        check_performance(ctx)
-        log = ctx.log(ctx.files.perf_detail)
-        key, metric, in_ms = _metric(ctx)
-        if log is not None and (raw := as_float(log.get(key))) is not None:
-            value = raw / 1e6 if in_ms else raw
-    accuracy = check_accuracy(ctx)
+    # No LoadGen log at all: the endpoint benchmarker's artifacts (endpoints_format.py).
+    endpoints = ctx.scenario is not None and is_endpoints_result(ctx)
+    if endpoints:
+        value, metric, accuracy = check_endpoints(ctx)
+        ctx.files.user_conf = None  # that format has no user.conf (MEAS-FILES)
+    else:
+        if ctx.scenario is not None:
+            check_performance(ctx)
+            log = ctx.log(ctx.files.perf_detail)
+            key, metric, in_ms = _metric(ctx)
+            if log is not None and (raw := as_float(log.get(key))) is not None:
+                value = raw / 1e6 if in_ms else raw
+        accuracy = check_accuracy(ctx)
     if ctx.tree_mode:
         check_measurements(ctx)
-        check_compliance(ctx)
+        if not endpoints:
+            check_compliance(ctx)
         check_power(ctx)
     parts = ctx.result_id.split("/")
     tree = ctx.tree_mode and len(parts) >= 6

@@ -120,6 +120,21 @@ class ModelRules(_Strict):
         return 0.1 if "99.9" in model else 1.0
 
 
+class EndpointsRules(_Strict):
+    """Results in the endpoint benchmarker's format (``mlcommons/endpoints``) instead of
+    LoadGen logs: which models may use it and how its artifacts are judged
+    (``ENDPOINTS_ALLOWED_MODELS``, ``ENDPOINTS_COMPLIANCE_MAPPING``, ``TEST09_LOW/HIGH``,
+    ``RESULT_FIELD_BENCHMARK_OVERWRITE``). Read by ``suite/checker/endpoints_format.py``."""
+
+    models: list[str]
+    #: compliance test -> the audit name: ``<result>/audit/audit_<name>.json``
+    audits: dict[str, str]
+    #: TEST09: the performance run's mean output tokens, inclusive range
+    test09_mean_output_tokens: tuple[float, float]
+    #: model -> scenario (as the checker spells it) -> the LoadGen key of the figure
+    result_overrides: dict[str, dict[str, str]] = {}
+
+
 class SubmissionRules(_Strict):
     """The round's submission-tree constants (``[submission]``): what ``suite check``
     and ``suite package`` read. Names follow the checker's ``constants.py``."""
@@ -148,6 +163,8 @@ class SubmissionRules(_Strict):
     test01_fallback_files: list[str] = []
     #: A power result (``performance/power/`` exists): the files each dir must hold.
     power_files: dict[str, list[str]] = {}
+    #: The endpoint benchmarker's format, where the round's checker accepts it.
+    endpoints: EndpointsRules | None = None
 
     @field_validator("paths")
     @classmethod

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -270,38 +271,51 @@ def render(ledger: Ledger) -> Any:
     ``check``; the run directory's name carries its start time, benchmark, scenario and
     mode (``--json`` has each as a field).
     """
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"runs in {ledger.runs_dir}")
+    table = Table(title=f"runs in {ledger.runs_dir}", box=box.SIMPLE_HEAD, pad_edge=False,
+                  show_edge=False, padding=(0, 1), collapse_padding=True)
+    # Short headers and cells: the table fits 100 columns beside a 40-character run name
+    # (issue 40, item 6: each metric cell took 7 lines at 100 columns); only the metric
+    # may fold, onto a second line. "*" marks each group's best attempt.
+    table.add_column("*", no_wrap=True)
     table.add_column("run", no_wrap=True)
-    for column in ("backend", "status", "metric", "submittable", "config digest", "best"):
-        table.add_column(column, overflow="fold")
+    for column in ("backend", "status", "metric", "sub", "digest"):
+        table.add_column(column, no_wrap=column != "metric", overflow="fold")
     styles = {"VALID": "green", "INVALID": "yellow", "FAILED": "red", "INTERRUPTED": "magenta"}
     for group in ledger.groups():
         for row in group:
-            table.add_row(Text(shown_path(row.run_dir)), Text(row.backend),
+            table.add_row("*" if row.best else "",
+                          Text(shown_path(row.run_dir, Path(ledger.runs_dir))), Text(row.backend),
                           Text(row.status, style=styles.get(row.status, "")),
                           Text(metric_text(row.metric)), "yes" if row.submittable else "no",
-                          (row.config_digest or "(no config.json)")[:12],
-                          "*" if row.best else "")
+                          (row.config_digest or "(none)")[:7])
         table.add_section()
     return table
 
 
-def shown_path(path: str) -> str:
+def shown_path(path: str, runs_dir: Path | None = None) -> str:
     """``path`` relative to the current directory when it lies there (shorter, and it
-    still works from here), else as it is."""
+    still works from here); else its name when it lies in ``runs_dir`` (the table's title
+    names that directory, and ``suite show NAME --runs-dir DIR`` finds it); else as it is."""
     relative = os.path.relpath(os.path.abspath(path))
-    return relative if not relative.startswith(os.pardir) else path
+    if not relative.startswith(os.pardir):
+        return relative
+    if runs_dir is not None and Path(path).resolve().parent == Path(runs_dir).resolve():
+        return Path(path).name
+    return path
 
 
 def metric_text(metric: Metric | None) -> str:
-    """``name: value unit`` (the name left out where it is the unit), or ``-``."""
+    """``value unit`` with a short name where the unit does not say it (``p90 0.0563 ms``),
+    or ``-``; ``--json`` has the full name."""
     if metric is None or metric.value is None:
         return "-"
     value = f"{metric.value:,.2f}" if abs(metric.value) >= 1 else f"{metric.value:.4g}"
-    name = "" if metric.name == metric.unit else f"{metric.name}: "
+    percentile = re.match(r"(\d+(?:\.\d+)?)th percentile", metric.name)
+    name = f"p{percentile.group(1)} " if percentile else ""
     return f"{name}{value} {metric.unit}"
 
 
