@@ -127,7 +127,7 @@ def test_card_states_what_the_module_does() -> None:
     from tests.conftest import REPO
 
     card = tomllib.loads((REPO / "reference_models/whisper/model.toml").read_text())
-    params = card["task_params"]
+    params = card["task_options"]
     assert card["task"] == WhisperTask.name
     assert card["dataset"]["total_samples"] == task.TOTAL_SAMPLES == 1633
     assert card["dataset"]["manifest"] == MANIFEST
