@@ -55,14 +55,16 @@ _TASK_KINDS = {"text-generation": Kind.TEXT_GENERATION}
 #: Server scenario with tighter bounds; the model, dataset and accuracy are the same).
 INTERACTIVE_SUFFIX = "-interactive"
 
-#: A benchmark named ``<card>-99`` or ``<card>-99.9`` runs the card ``<card>``: the round's
-#: accuracy levels (llama2-70b-99, llama2-70b-99.9) share model, dataset and evaluation.
-_ACCURACY_LEVEL = re.compile(r"-99(\.9)?$")
+#: A benchmark named ``<card>-99``, ``<card>-99.9`` or ``<card>-95`` runs the card ``<card>``:
+#: the round's accuracy levels (llama2-70b-99, bert-99.9, yolo-95) share model, dataset and
+#: evaluation.
+_ACCURACY_LEVEL = re.compile(r"-(99(\.9)?|95)$")
 
 
 def card_name(benchmark: str) -> str:
-    """The card a benchmark runs (``llama2-70b-99.9`` and ``tinylm-interactive`` run the
-    ``llama2-70b`` and ``tinylm`` cards); a name without a suffix is its own card."""
+    """The card a benchmark runs (``llama2-70b-99.9``, ``yolo-95`` and ``tinylm-interactive``
+    run the ``llama2-70b``, ``yolo`` and ``tinylm`` cards); a name without a suffix is its own
+    card."""
     return _ACCURACY_LEVEL.sub("", benchmark.removesuffix(INTERACTIVE_SUFFIX))
 
 
