@@ -93,6 +93,9 @@ class ModelRules(_Strict):
     optional_scenarios: dict[str, list[str]] = {}
     one_of_scenarios: dict[str, list[list[str]]] = {}
     accuracy_extra_files: dict[str, list[str]] = {}
+    #: ``RESULT_FIELD_BENCHMARK_OVERWRITE``: the detail-log key of a scenario's figure where
+    #: the checker reads another than the scenario's own (whisper's Offline: tokens/s).
+    result_fields: dict[str, str] = {}
 
     @field_validator("required_scenarios", "optional_scenarios")
     @classmethod
