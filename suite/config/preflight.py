@@ -288,8 +288,16 @@ def predict(config: RunConfig) -> tuple[int, float]:
         queries = _whole(max(duration_s * lg.target_qps, _float(lg.min_query_count)))
         return _count(queries), queries / lg.target_qps
     latency_s = lg.expected_latency_ms / 1000
-    queries = _whole(max(duration_s / latency_s, _float(lg.min_query_count)))
-    return _count(queries), max(duration_s, _float(lg.min_query_count) * latency_s)
+    least = _float(lg.min_query_count)
+    if (config.scenario is Scenario.SINGLE_STREAM and config.rules is not None
+            and config.rules.benchmark.equal_issue):
+        # LoadGen's equal-issue SingleStream (test_settings_internal.cc): at least twice the
+        # duration's queries, then up to a whole permutation of the performance samples more
+        whole = max(1, lg.performance_sample_count)
+        least = max(least, math.floor(2 * duration_s / latency_s))
+        least = least + whole - least % whole if math.isfinite(least) else least
+    queries = _whole(max(duration_s / latency_s, least))
+    return _count(queries), max(duration_s, least * latency_s)
 
 
 def _float(value: int) -> float:
