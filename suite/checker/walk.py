@@ -239,6 +239,10 @@ def _metric(ctx: ResultContext) -> tuple[str, str, bool]:
     """(detail-log key, metric name, whether the unit is ms) of the result's figure."""
     assert ctx.scenario is not None
     spec = SPECS[ctx.scenario]
+    field = ctx.model.result_fields.get(ctx.dir_scenario or "") if ctx.model else None
+    if field is not None:  # the round's figure for this model (whisper Offline: tokens/s)
+        names = dict(_LLM_METRIC.values())
+        return field, names.get(field, field), False
     if ctx.model is not None and ctx.model.llm and ctx.scenario in _LLM_METRIC:
         return (*_LLM_METRIC[ctx.scenario], False)
     return spec.metric_key, spec.metric_name, spec.unit == "ms"

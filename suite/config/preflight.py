@@ -14,6 +14,9 @@
   per CPU core, which only contend (``suite tune`` finds the count that serves best);
 * ``LINT-DURATION`` (error; a warning when forced): a performance test predicted to
   last longer than ``MAX_PREDICTED_S`` (7 days).
+* ``LINT-OFFLINE-MIN`` (warning): a submittable Offline query predicted to hold fewer
+  samples than the submission checker requires of the benchmark (yolo: LoadGen's minimum
+  is 100, the checker's 1525).
 
 It also predicts the query count and run length from the effective settings. Each
 finding is a ``suite.findings.Finding`` located by its ``key`` and ``source`` (layer).
@@ -213,7 +216,28 @@ def _inspect(config: RunConfig, report: LintReport, forced: bool = False) -> Non
                 f"{key} = {count} on {cores} CPU core(s): more than {WORKERS_PER_CORE} per "
                 "core only contend for them", f"use at most {WORKERS_PER_CORE * cores}; {hint}"))
     report.predicted_queries, report.predicted_seconds = predict(config)
+    _check_offline_minimum(config, report)
     _check_length(config, report, forced)
+
+
+def _check_offline_minimum(config: RunConfig, report: LintReport) -> None:
+    """Warn where a submittable Offline query is predicted below the checker's minimum
+    samples per query (``[benchmarks.<name>.checker] offline_min_samples_per_query``)."""
+    if config.scenario is not Scenario.OFFLINE or not config.submittable or config.rules is None:
+        return
+    need = config.rules.benchmark.checker.offline_min_samples_per_query
+    lg = config.loadgen
+    samples = max(_float(lg.min_query_count),
+                  _floor(1.1 * _float(lg.min_duration_ms) / 1000 * lg.expected_qps))
+    if need is None or samples >= need:
+        return
+    report.findings.append(_finding(
+        "LINT-OFFLINE-MIN", "warning", "loadgen.expected_qps",
+        config.provenance.get("loadgen.expected_qps", "default"),
+        f"the Offline query is predicted to hold {samples:,.0f} samples, fewer than the "
+        f"{need:,} the submission checker requires of {config.rules.benchmark.checker_model}",
+        f"set loadgen.min_query_count={need} (a raised minimum stays submittable), or "
+        "loadgen.expected_qps to this system's rate if it is faster"))
 
 
 def _fixed_hint(key: str, source: str) -> str:
@@ -288,8 +312,16 @@ def predict(config: RunConfig) -> tuple[int, float]:
         queries = _whole(max(duration_s * lg.target_qps, _float(lg.min_query_count)))
         return _count(queries), queries / lg.target_qps
     latency_s = lg.expected_latency_ms / 1000
-    queries = _whole(max(duration_s / latency_s, _float(lg.min_query_count)))
-    return _count(queries), max(duration_s, _float(lg.min_query_count) * latency_s)
+    least = _float(lg.min_query_count)
+    if (config.scenario is Scenario.SINGLE_STREAM and config.rules is not None
+            and config.rules.benchmark.equal_issue):
+        # LoadGen's equal-issue SingleStream (test_settings_internal.cc): at least twice the
+        # duration's queries, then up to a whole permutation of the performance samples more
+        whole = max(1, lg.performance_sample_count)
+        least = max(least, _floor(2 * duration_s / latency_s))
+        least = least + whole - least % whole if math.isfinite(least) else least
+    queries = _whole(max(duration_s / latency_s, least))
+    return _count(queries), max(duration_s, least * latency_s)
 
 
 def _float(value: int) -> float:
@@ -298,6 +330,11 @@ def _float(value: int) -> float:
         return float(value)
     except OverflowError:
         return math.inf
+
+
+def _floor(value: float) -> float:
+    """``math.floor`` in floats: inf stays inf."""
+    return float(math.floor(value)) if math.isfinite(value) else value
 
 
 def _whole(value: float) -> float:

@@ -93,6 +93,9 @@ class ModelRules(_Strict):
     optional_scenarios: dict[str, list[str]] = {}
     one_of_scenarios: dict[str, list[list[str]]] = {}
     accuracy_extra_files: dict[str, list[str]] = {}
+    #: ``RESULT_FIELD_BENCHMARK_OVERWRITE``: the detail-log key of a scenario's figure where
+    #: the checker reads another than the scenario's own (whisper's Offline: tokens/s).
+    result_fields: dict[str, str] = {}
 
     @field_validator("required_scenarios", "optional_scenarios")
     @classmethod
@@ -190,6 +193,13 @@ class BenchmarkRules(_Strict):
     #: The checker's ``min-queries`` per scenario (enforced for Offline only).
     checker_min_queries: dict[Scenario, int] = {}
     checker: CheckerRules = CheckerRules()
+    #: Equal-issue mode: mlperf.conf's ``sample_concatenate_permutation = 1`` (3d-unet,
+    #: whisper, the LLMs, rgat). LoadGen then pads a performance run to whole permutations
+    #: of the loaded samples (``harness.settings`` writes the line).
+    equal_issue: bool = False
+    #: mlperf.conf's ``use_token_latencies = 1`` for a benchmark whose checker row is no
+    #: LLM (whisper); an LLM row (``llm = true``) has it with its TTFT/TPOT bounds.
+    token_latencies: bool = False
 
 
 class RuleSet(_Strict):

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from suite.config.model import MAX_QPS
 from suite.errors import SuiteError
-from suite.harness.settings import LoadGenSettings
+from suite.harness.settings import LoadGenSettings, equal_issue_padded
 
 if TYPE_CHECKING:
     from suite.config.model import RunConfig
@@ -142,7 +142,9 @@ def size_query(sut: SystemUnderTest, settings: LoadGenSettings,
                           f"{measured.load_average:g} on {measured.cores} cores)")
     expected = min(estimate(warm, ceiling), MAX_QPS)
     lg = config.loadgen
-    samples = max(lg.min_query_count, math.floor(1.1 * lg.min_duration_ms / 1000 * expected))
+    samples = equal_issue_padded(
+        max(lg.min_query_count, math.floor(1.1 * lg.min_duration_ms / 1000 * expected)),
+        settings.equal_issue_set)
     guess = lg.expected_qps
     where = config.provenance.get("loadgen.expected_qps", "default")
     ceiling_text = f" and LoadGen's ceiling {ceiling:,.0f} samples/s" if ceiling else ""

@@ -6,6 +6,11 @@ LoadGen reads exactly these (see ``loadgen.build_test_settings``):
 * ``mlperf.conf``: the values the round fixes for this benchmark and scenario;
 * ``user.conf``: the tunables, plus any override of a fixed value (marked as such).
 
+LoadGen reads its embedded ``mlperf.conf`` first (``loadgen.build_test_settings``), so the
+official per-model switches apply by the LoadGen model name; our ``mlperf.conf`` repeats
+the ones the round's rules carry (equal-issue mode, token latencies), so the run's record
+states them and a rules row cannot drift from what LoadGen does unnoticed.
+
 Seeds are "conf only" keys that LoadGen ignores in any file but its embedded
 ``mlperf.conf``; they are recorded in ``mlperf.conf`` and set on ``TestSettings``
 directly. ``settings.json`` holds the same values in typed form.
@@ -23,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from suite.config.model import RunConfig
+from suite.config.rules import RunRules
 from suite.llm.conf import token_conf_lines
 from suite.scenarios import Mode, Scenario
 
@@ -55,6 +61,9 @@ class LoadGenSettings:
     #: Offline's ``expected_qps`` is a guess nobody set for this machine: the child sizes
     #: the query from its warm-up instead (``offline_rate``).
     expected_qps_guess: bool = False
+    #: Equal-issue mode: the loaded set a performance run is padded to whole permutations
+    #: of (``equal_issue_set``); 0: off.
+    equal_issue_set: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -108,6 +117,35 @@ def _conf_lines(config: RunConfig) -> list[ConfLine]:
     return lines
 
 
+def switch_conf_lines(rules: RunRules) -> list[str]:
+    """``mlperf.conf`` lines of the per-benchmark switches the round fixes: equal-issue mode
+    (``sample_concatenate_permutation``) and, for a benchmark that is no LLM (whisper),
+    ``use_token_latencies`` (an LLM's comes with its TTFT/TPOT, ``token_conf_lines``)."""
+    bench = rules.benchmark
+    model, scen = bench.loadgen_model, rules.scenario.loadgen_name
+    lines = []
+    if bench.equal_issue:
+        lines.append(f"{model}.{scen}.sample_concatenate_permutation = 1")
+    if bench.token_latencies and not rules.llm:
+        lines.append(f"{model}.{scen}.use_token_latencies = 1")
+    return lines
+
+
+def equal_issue_padded(samples: int, loaded: int) -> int:
+    """``samples`` rounded up to whole permutations of the ``loaded`` samples, as LoadGen
+    pads an equal-issue performance run (Offline: the query; Server: the query count)."""
+    return samples if loaded <= 0 else -(-samples // loaded) * loaded
+
+
+def equal_issue_set(config: RunConfig, dataset_size: int) -> int:
+    """How many samples an equal-issue performance run pads to whole permutations of: the
+    loaded set (at most the performance sample count; a smaller dataset loads whole);
+    0 where the benchmark does not use equal-issue mode."""
+    if not config.resolved_rules.benchmark.equal_issue:
+        return 0
+    return min(config.loadgen.performance_sample_count, dataset_size)
+
+
 def _format(value: int | float) -> str:
     # LoadGen's parser wants plain numbers; repr keeps floats exact.
     return str(value) if isinstance(value, int) else repr(float(value))
@@ -119,10 +157,13 @@ def expected_samples(config: RunConfig, mode: Mode, dataset_size: int) -> int | 
     if mode is Mode.ACCURACY:
         return dataset_size
     seconds = lg.min_duration_ms / 1000
+    loaded = equal_issue_set(config, dataset_size)
     if config.scenario is Scenario.OFFLINE:
-        return max(lg.min_query_count, math.floor(1.1 * seconds * lg.expected_qps))
+        return equal_issue_padded(
+            max(lg.min_query_count, math.floor(1.1 * seconds * lg.expected_qps)), loaded)
     if config.scenario is Scenario.SERVER:
-        return max(lg.min_query_count, math.ceil(seconds * lg.target_qps))
+        return max(equal_issue_padded(lg.min_query_count, loaded),
+                   math.ceil(seconds * lg.target_qps))
     return None  # SingleStream/MultiStream run until the duration and count are met
 
 
@@ -161,11 +202,13 @@ def write_settings(
             user.append(f"# {line.source_key} from {source}")
             user.append(text)
 
+    mlperf += switch_conf_lines(rules)  # equal-issue mode, token latencies (whisper)
     mlperf += token_conf_lines(rules)  # LLM only
     test_dir.mkdir(parents=True, exist_ok=True)
     mlperf_path, user_path = test_dir / "mlperf.conf", test_dir / "user.conf"
     mlperf_path.write_text("\n".join(mlperf) + "\n", encoding="utf-8")
     user_path.write_text("\n".join(user) + "\n", encoding="utf-8")
+    size = bench.dataset_size if dataset_size is None else dataset_size
     settings = LoadGenSettings(
         loadgen_model=model,
         scenario=scen,
@@ -175,11 +218,11 @@ def write_settings(
         schedule_rng_seed=seeds.schedule_rng_seed,
         mlperf_conf=str(mlperf_path),
         user_conf=str(user_path),
-        expected_samples=expected_samples(
-            config, mode, bench.dataset_size if dataset_size is None else dataset_size),
+        expected_samples=expected_samples(config, mode, size),
         min_duration_ms=config.loadgen.min_duration_ms,
         enable_trace=config.loadgen.enable_trace,
         expected_qps_guess=expected_qps_is_a_guess(config, mode),
+        equal_issue_set=equal_issue_set(config, size),
     )
     (test_dir / "settings.json").write_text(settings.to_json() + "\n", encoding="utf-8")
     return settings
