@@ -84,10 +84,12 @@ class LLMDatasetSpec(_Card):
     name: str
     file: str
     samples: int = Field(gt=0)
-    format: Literal["tinylm-json", "json-records", "pandas-pickle"] = "tinylm-json"
+    format: Literal["tinylm-json", "json-records", "pandas-pickle", "parquet"] = "tinylm-json"
     prompt_field: str = "prompt"
     tokens_field: str = ""
     reference_field: str = "reference"
+    #: each sample's sub-dataset (the reasoning LLMs' ``dataset`` column), or none
+    subset_field: str = ""
     sha256: str = Field(default="", pattern=r"^$|^[0-9a-f]{64}$")
     source: str = ""
 
@@ -103,6 +105,11 @@ class LLMAccuracySpec(_Card):
     #: deviation (the rules' tokens-per-sample bound, +-10 % as for llama2-70b).
     tokens_per_sample: float = Field(default=1.0, gt=0)
     tokens_per_sample_tolerance: float = Field(default=0.1, gt=0, lt=1)
+    #: ``round`` with exact_match: which reference evaluation scores it
+    #: (``suite.llm.round.reasoning``); "" for the ROUGE models
+    evaluation: Literal["", "deepseek-r1", "gpt-oss-120b"] = ""
+    #: the LiveCodeBench release the evaluation loads (``livecodebench.RELEASE_FILES``)
+    livecodebench_release: Literal["", "release_v1", "release_v6"] = ""
 
 
 class LLMCard(_Card):

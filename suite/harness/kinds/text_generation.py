@@ -297,7 +297,7 @@ class TextGenerationPrepared(Prepared):
         card, dataset = self._parts()
         target = config.resolved_rules.benchmark.accuracy_target
         if card.accuracy.metric == "round":
-            return _score_round(test, dataset, config.resolved_rules.model)
+            return _score_round(test, dataset, config.resolved_rules.model, card)
         test_dir = Path(test.directory)
         try:
             errors = parse_detail_log(test_dir / DETAIL_LOG).errors
@@ -316,10 +316,11 @@ class TextGenerationPrepared(Prepared):
         return test.model_copy(update={"accuracy": accuracy, "status": status})
 
 
-def _score_round(test: TestResult, dataset: LLMDataset, model: ModelRules | None) -> TestResult:
+def _score_round(test: TestResult, dataset: LLMDataset, model: ModelRules | None,
+                 card: LLMCard) -> TestResult:
     """A round model's accuracy: every target of the round's checker row must hold."""
     from suite.llm.accuracy import score_round_log
-    from suite.llm.round import scoring
+    from suite.llm.round import reasoning_log, scoring
     from suite.logs import DETAIL_LOG, parse_detail_log
 
     if model is None:
@@ -328,7 +329,9 @@ def _score_round(test: TestResult, dataset: LLMDataset, model: ModelRules | None
     test_dir = Path(test.directory)
     try:
         errors = parse_detail_log(test_dir / DETAIL_LOG).errors
-        result, passed, lines, digest = score_round_log(
+        result, passed, lines, digest = reasoning_log.score_log(
+            test_dir, dataset, card.accuracy, model.targets, model.upper_limits
+        ) if card.accuracy.evaluation else score_round_log(
             test_dir, dataset.tokenizer.decode, dataset.references, model.targets,
             model.upper_limits)
     except SuiteError as exc:
