@@ -124,6 +124,17 @@ GPT_OSS: list[tuple[str, str, str]] = [
 ]
 
 
+#: What the reference scripts gave on these fixtures (tests/unit/llm/test_reasoning_scoring.py
+#: says how they were run): per-row verdicts in the fixtures' order and the printed line.
+REFERENCE_DEEPSEEK_ROWS = [1, 0, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0,
+                           1, 1, 1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 0]
+REFERENCE_DEEPSEEK_PRINTED = ("{'exact_match': 61.111111111111114, 'tokens_per_sample': "
+                              "30.86111111111111, 'num-samples': 36}")
+REFERENCE_GPT_OSS_ROWS = [1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1,
+                          0, 0]
+REFERENCE_GPT_OSS_PRINTED = "'exact_match': 67.167"
+
+
 def lcb_records() -> list[dict[str, str]]:
     """The problems as code_generation_lite's lines (the private tests compressed, as
     some of the real ones are)."""
@@ -163,6 +174,10 @@ def write_lcb(directory: Path) -> Path:
 SPECIAL = ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|return|>"]
 
 
+def prompt_of(index: int, dataset: str) -> str:
+    return f"Question {index} of {dataset}: think step by step, then answer."
+
+
 def write_harmony_tokenizer(model_dir: Path) -> Path:
     """A byte-level BPE ``tokenizer.json`` trained on the gpt-oss outputs, with the harmony
     markers as special tokens (``<|return|>`` is EOS), and its ``tokenizer_config.json``."""
@@ -173,7 +188,9 @@ def write_harmony_tokenizer(model_dir: Path) -> Path:
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=SPECIAL,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tokenizer.train_from_iterator([o for _, _, o in GPT_OSS], trainer)
+    texts = [o for _, _, o in (*GPT_OSS, *DEEPSEEK)]
+    texts += [prompt_of(i, d) for i, (d, _, _) in enumerate((*GPT_OSS, *DEEPSEEK))]
+    tokenizer.train_from_iterator(texts, trainer)
     model_dir.mkdir(parents=True, exist_ok=True)
     tokenizer.save(str(model_dir / "tokenizer.json"))
     config = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": "<|return|>",
@@ -196,6 +213,35 @@ def gpt_oss_log(tokenizer_json: Path) -> list[dict[str, object]]:
                         "data": struct.pack(f"<{len(ids)}i", *ids).hex().upper(),
                         "token_count": len(ids)})
     return entries
+
+
+def build_run_files(out: Path, rows: list[int], card: str) -> dict[str, Path]:
+    """A dataset file in the card's official format holding the fixture's ``rows``, the
+    synthetic engine's answers (each prompt's fixture output), the tokenizer directory and
+    the LiveCodeBench files beside the dataset (``livecodebench/``)."""
+    import pandas as pd
+    from tokenizers import Tokenizer
+
+    fixture = DEEPSEEK if card == "deepseek-r1" else GPT_OSS
+    model = out / "model"
+    tokenizer = Tokenizer.from_file(str(write_harmony_tokenizer(model)))
+    write_lcb(out / "livecodebench")
+    prompts = [prompt_of(i, fixture[i][0]) for i in rows]
+    ids = [tokenizer.encode(p).ids for p in prompts]
+    answers = [[p, tokenizer.encode(fixture[i][2]).ids] for p, i in zip(ids, rows, strict=True)]
+    (out / "answers.json").write_text(json.dumps(answers), encoding="utf-8")
+    columns = {"dataset": [fixture[i][0] for i in rows],
+               "ground_truth": [fixture[i][1] for i in rows]}
+    if card == "deepseek-r1":
+        dataset = out / "mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl"
+        pd.DataFrame({**columns, "text_input": prompts, "tok_input": ids,
+                      "question": prompts}).to_pickle(dataset)
+    else:
+        dataset = out / "acc_eval_inputs.parquet"
+        pd.DataFrame({**columns, "input_tokens": ids}).to_parquet(
+            dataset, engine="fastparquet", object_encoding={
+                "dataset": "utf8", "ground_truth": "utf8", "input_tokens": "json"})
+    return {"dataset": dataset, "model": model, "answers": out / "answers.json"}
 
 
 def main() -> None:

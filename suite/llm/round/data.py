@@ -28,6 +28,7 @@ import itertools
 import json
 import pickle
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,7 +130,9 @@ def _rows(path: Path, fmt: str) -> list[dict[str, Any]]:
 
 def _parquet(pd: Any, path: Path) -> list[dict[str, Any]]:
     try:
-        frame = pd.read_parquet(path)
+        with warnings.catch_warnings():  # pandas 3 deprecates fastparquet, which still reads
+            warnings.filterwarnings("ignore", message=".*fastparquet.*")
+            frame = pd.read_parquet(path)
     except ImportError:
         raise DatasetError(f"reading {path} (parquet) needs pyarrow or fastparquet",
                            hint="pip install -e '.[reasoning]'") from None

@@ -41,15 +41,8 @@ from tests.support import reasoning_fixtures as fx
 pytest.importorskip("sympy", reason="MATH500 grading needs sympy (the reasoning extra)")
 pytest.importorskip("pylatexenc", reason="MATH500 grading needs pylatexenc (the reasoning extra)")
 
-#: The reference's per-row verdicts (see the module docstring), in the fixtures' order.
-DEEPSEEK_ROWS = [1, 0, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1,
-                 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 0]
-DEEPSEEK_PRINTED = ("{'exact_match': 61.111111111111114, 'tokens_per_sample': "
-                    "30.86111111111111, 'num-samples': 36}")
-GPT_OSS_ROWS = [1, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0, 0]
-GPT_OSS_PRINTED = "'exact_match': 67.167"
 #: short limits: the verdicts are the reference's (which waits 60 s per test)
-FAST = Limits(wall_s=2.0, cpu_s=1)
+FAST = Limits(wall_s=6.0, cpu_s=2)
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +57,8 @@ def test_deepseek_matches_the_reference(lcb_dir: Path) -> None:
     samples.append(reasoning.Sample(0, "ANSWER: A", 9))
     result = reasoning.score(samples, [d for d, _, _ in fx.DEEPSEEK],
                              [g for _, g, _ in fx.DEEPSEEK], "deepseek-r1", judge)
-    assert [int(c) for c in result["correct"]] == DEEPSEEK_ROWS
-    assert reasoning.printed(result, "deepseek-r1") == DEEPSEEK_PRINTED
+    assert [int(c) for c in result["correct"]] == fx.REFERENCE_DEEPSEEK_ROWS
+    assert reasoning.printed(result, "deepseek-r1") == fx.REFERENCE_DEEPSEEK_PRINTED
 
 
 def test_gpt_oss_matches_the_reference(tmp_path: Path, lcb_dir: Path) -> None:
@@ -82,8 +75,8 @@ def test_gpt_oss_matches_the_reference(tmp_path: Path, lcb_dir: Path) -> None:
     judge = reasoning.CodeJudge(livecodebench.load(lcb_dir, "release_v6"), FAST)
     result = reasoning.score(samples, [d for d, _, _ in fx.GPT_OSS],
                              [g for _, g, _ in fx.GPT_OSS], "gpt-oss-120b", judge)
-    assert [int(c) for c in result["correct"]] == GPT_OSS_ROWS
-    assert reasoning.printed(result, "gpt-oss-120b") == GPT_OSS_PRINTED
+    assert [int(c) for c in result["correct"]] == fx.REFERENCE_GPT_OSS_ROWS
+    assert reasoning.printed(result, "gpt-oss-120b") == fx.REFERENCE_GPT_OSS_PRINTED
     assert result["per_dataset"]["aime25"] == {"correct": 5, "total": 8}
 
 
@@ -118,7 +111,7 @@ def test_sandbox_contains_a_loop_and_a_fork() -> None:
     assert sandbox.run_test("while True: pass", None, "", "1", FAST).startswith("time limit")
     sleeper = "import time\nwhile True:\n    time.sleep(0.1)"
     assert sandbox.run_test(sleeper, None, "", "1", FAST).startswith("time limit")
-    assert time.monotonic() - start < 15
+    assert time.monotonic() - start < 20
     forks = "import os\nos.fork()\nprint(1)"
     assert sandbox.run_test(forks, None, "", "1", FAST) != "passed"
     marker = "sleep 4242"
