@@ -77,3 +77,33 @@ def test_bad_reasoning_file_is_one_line_exit_1(tmp_path: Path) -> None:
     assert done.returncode == 1, out
     assert "not a parquet table" in out and "Traceback" not in out
     assert not runs.exists()
+
+
+@pytest.mark.parametrize(("test", "rows", "tokens", "verdict", "line"), [
+    ("TEST09", list(range(23)), "1278", "TEST PASS", "Mean output tokens: 1278.00"),
+    ("TEST09", list(range(23)), "100", "TEST FAIL", "Mean output tokens: 100.00"),
+    ("TEST07", list(range(23)), "", "TEST PASS", "Accuracy score: 71.964"),
+    ("TEST07", [0, 3, 6, 9], "", "TEST FAIL", "Accuracy score: 25.0"),
+])
+def test_gpt_oss_120b_test07_and_test09_verdicts(tmp_path: Path, test: str, rows: list[int],
+                                                 tokens: str, verdict: str, line: str) -> None:
+    """The official run_verification.py on these runs' logs: TEST09 with 1278-token outputs
+    says TEST PASS and writes the same verify_output_len.txt (checked by running it on this
+    test's log once), with 100 tokens TEST FAIL; TEST07's score is the reference's printed
+    exact_match on the outputs (71.964 and 25.0, see the module docstring and
+    tests/unit/llm/test_reasoning_compliance.py), against its 60.698."""
+    files = fx.build_run_files(tmp_path / "files", rows, "gpt-oss-120b")
+    engine = ["--tokens", tokens] if tokens else ["--answers", str(files["answers"])]
+    runs = tmp_path / "runs"
+    with synthetic("--model", "gpt-oss-120b", "--chunk-tokens", "64", *engine) as (url, _):
+        done = run_cli("run", "--benchmark", "gpt-oss-120b", "--backend", "openai", "--url",
+                       url, "--dataset-path", str(files["dataset"]), "--model-path",
+                       str(files["model"]), "--quick", "--runs-dir", str(runs), "--scenario",
+                       "offline", "--compliance", test, timeout=300)
+    out = done.stdout + done.stderr
+    assert done.returncode == (0 if verdict == "TEST PASS" else 2), out
+    name = "verify_output_len.txt" if test == "TEST09" else "verify_accuracy.txt"
+    lines = (only_run_dir(runs) / "performance" / name).read_text().splitlines()
+    assert lines[-1] == verdict and line in lines
+    result = RunResult.load(only_run_dir(runs) / "result.json")
+    assert result.compliance is not None and result.compliance.passed is (verdict == "TEST PASS")

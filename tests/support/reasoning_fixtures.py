@@ -22,6 +22,7 @@ import argparse
 import base64
 import json
 import pickle
+import warnings
 import zlib
 from pathlib import Path
 from typing import Any
@@ -238,9 +239,11 @@ def build_run_files(out: Path, rows: list[int], card: str) -> dict[str, Path]:
                       "question": prompts}).to_pickle(dataset)
     else:
         dataset = out / "acc_eval_inputs.parquet"
-        pd.DataFrame({**columns, "input_tokens": ids}).to_parquet(
-            dataset, engine="fastparquet", object_encoding={
-                "dataset": "utf8", "ground_truth": "utf8", "input_tokens": "json"})
+        with warnings.catch_warnings():  # pandas 3 deprecates the fastparquet engine
+            warnings.filterwarnings("ignore", message=".*fastparquet.*")
+            pd.DataFrame({**columns, "input_tokens": ids}).to_parquet(
+                dataset, engine="fastparquet", object_encoding={
+                    "dataset": "utf8", "ground_truth": "utf8", "input_tokens": "json"})
     return {"dataset": dataset, "model": model, "answers": out / "answers.json"}
 
 

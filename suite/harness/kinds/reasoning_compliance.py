@@ -42,6 +42,13 @@ class ReasoningPlan(CompliancePlan):
         from suite.llm import test07_09
 
         audit = test07_09.AUDIT_07 if self.name == test07_09.TEST07 else test07_09.AUDIT_09
+        # each sample of the set once: the set's size (990 or 6396, the audit's
+        # min_query_count) or the file's, if smaller (a fixture), is also the performance
+        # sample count (mlperf.conf's is the performance set's 6396; LoadGen cannot issue
+        # more unique samples than it has loaded)
+        queries = min(int(audit["min_query_count"]), self.dataset.total_count)
+        audit = {**audit, "min_query_count": queries,
+                 "performance_sample_count_override": queries}
         test_dir.mkdir(parents=True, exist_ok=True)
         path = test_dir / "audit.config"
         path.write_text(test07_09.audit_text(self.name, audit), encoding="utf-8")

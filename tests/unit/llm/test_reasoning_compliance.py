@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import struct
+import warnings
 from pathlib import Path
 
 import pytest
@@ -125,10 +126,12 @@ def test_reasoning_files_load_with_subsets_and_numeric_truths(tmp_path: Path) ->
     assert records.subsets == ["aime1983", "gpqa"] and records.references == ["42", ""]
     pytest.importorskip("fastparquet", reason="parquet needs fastparquet (the reasoning extra)")
     parquet = tmp_path / "acc.parquet"
-    pd.DataFrame({"dataset": ["aime25"], "ground_truth": ["7"], "input_tokens": [[5, 6]]}
-                 ).to_parquet(parquet, engine="fastparquet",
-                              object_encoding={"dataset": "utf8", "ground_truth": "utf8",
-                                               "input_tokens": "json"})
+    with warnings.catch_warnings():  # pandas 3 deprecates the fastparquet engine
+        warnings.filterwarnings("ignore", message=".*fastparquet.*")
+        pd.DataFrame({"dataset": ["aime25"], "ground_truth": ["7"], "input_tokens": [[5, 6]]}
+                     ).to_parquet(parquet, engine="fastparquet",
+                                  object_encoding={"dataset": "utf8", "ground_truth": "utf8",
+                                                   "input_tokens": "json"})
     records = data.parse(parquet, "parquet", "", "input_tokens,tok_input", "ground_truth",
                          "dataset")
     assert records.tokens == [[5, 6]] and records.subsets == ["aime25"]
