@@ -36,6 +36,11 @@ class ReasoningPlan(CompliancePlan):
                  attempts: list[str]) -> None:
         self.name, self.card, self.dataset, self.attempts = name, card, dataset, attempts
         self.outcome: ComplianceResult | None = None
+        #: the set the test runs on (TEST07: the compliance set; ``harness.run`` compares)
+        from suite.llm import test07_09
+
+        audit = test07_09.AUDIT_07 if name == test07_09.TEST07 else test07_09.AUDIT_09
+        self.dataset_size = int(audit["min_query_count"])
 
     @contextlib.contextmanager
     def audit_config(self, test_dir: Path) -> Iterator[Path | None]:
