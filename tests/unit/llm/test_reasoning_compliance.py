@@ -152,3 +152,33 @@ def test_bad_reasoning_files_are_one_line(tmp_path: Path) -> None:
                    "dataset")
     with pytest.raises(DatasetError, match="a performance set, not the accuracy set"):
         reasoning.evaluator("", "gpt-oss-120b")
+
+
+@pytest.mark.parametrize("round_name", ["v6.0", "v6.1"])
+def test_cards_and_round_rows_carry_the_checker_constants(round_name: str) -> None:
+    """The checker's constants (tools/submission/submission_checker/constants.py @ b66003e):
+    deepseek-r1 exact_match 0.99 x 81.3582 and TOKENS_PER_SAMPLE 0.9-1.1 x 3886.2274;
+    gpt-oss-120b exact_match 83.13 x 0.99, TOKENS_PER_SAMPLE <= 1.1 x 9999."""
+    from suite.config.rules import load_rules
+    from suite.llm.card import load_llm_card
+    from suite.paths import find_paths
+
+    paths = find_paths()
+    rules = load_rules(paths, round_name)
+    deepseek, gpt_oss = rules.models["deepseek-r1"], rules.models["gpt-oss-120b"]
+    assert deepseek.targets["exact_match"] == pytest.approx(0.99 * 81.3582)
+    assert deepseek.targets["TOKENS_PER_SAMPLE"] == pytest.approx(0.9 * 3886.2274)
+    assert deepseek.upper_limits["TOKENS_PER_SAMPLE"] == pytest.approx(1.1 * 3886.2274)
+    assert gpt_oss.targets["exact_match"] == pytest.approx(83.13 * 0.99)
+    assert gpt_oss.upper_limits["TOKENS_PER_SAMPLE"] == pytest.approx(1.1 * 9999)
+    assert gpt_oss.compliance_tests == ["TEST07", "TEST09"]
+    assert gpt_oss.accuracy_sample_count == 4395
+    for name, model in (("deepseek-r1", deepseek), ("gpt-oss-120b", gpt_oss)):
+        for benchmark in (name, f"{name}-interactive"):
+            row = rules.benchmark(benchmark)
+            assert row.checker_model == name and row.dataset_size == model.dataset_size
+            assert row.accuracy_target == pytest.approx(model.targets["exact_match"])
+        card = load_llm_card(paths, name)
+        assert card.accuracy.evaluation == name and card.dataset.samples == model.dataset_size
+        assert card.dataset.subset_field == "dataset"
+    assert load_llm_card(paths, "deepseek-r1").generation.max_new_tokens == 20000
