@@ -66,7 +66,11 @@ class TokenizerSpec(_Card):
 
 
 class GenerationSpec(_Card):
-    decoding: Literal["greedy"]
+    decoding: Literal["greedy", "sampling"]
+    #: ``sampling`` (gpt-oss-120b's reference): the requests' temperature and top_p (an
+    #: engine's card only: the in-process generator decodes greedily)
+    temperature: float = Field(default=0.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
     max_new_tokens: int = Field(gt=1)
     #: LoadGen rejects n_tokens <= 1 (TPOT divides by n_tokens - 1): EOS is masked before.
     #: The round's models use 1 (the reference's min_new_tokens); an engine then asked for

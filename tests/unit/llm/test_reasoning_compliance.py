@@ -182,3 +182,19 @@ def test_cards_and_round_rows_carry_the_checker_constants(round_name: str) -> No
         assert card.accuracy.evaluation == name and card.dataset.samples == model.dataset_size
         assert card.dataset.subset_field == "dataset"
     assert load_llm_card(paths, "deepseek-r1").generation.max_new_tokens == 20000
+
+
+def test_gpt_oss_requests_sample_as_the_reference_and_deepseek_is_greedy() -> None:
+    """gpt-oss-120b's generation_config.json: temperature 1.0, top_p 1.0; deepseek-r1's
+    backend_registry.py: temperature 0.0. Neither is a submitter's extra_body change."""
+    from suite.llm.card import load_llm_card
+    from suite.llm.endpoint.backend import OpenAIBackend, OpenAIOptions
+    from suite.paths import find_paths
+
+    backend = OpenAIBackend(OpenAIOptions(urls=["http://h:1"]))
+    gpt_oss = load_llm_card(find_paths(), "gpt-oss-120b")
+    body = backend.settings(gpt_oss).body([1, 2])
+    assert (body["temperature"], body["top_p"], body["max_tokens"]) == (1.0, 1.0, 32768)
+    assert backend.unsubmittable(gpt_oss) == []
+    body = backend.settings(load_llm_card(find_paths(), "deepseek-r1")).body([1, 2])
+    assert body["temperature"] == 0.0 and "top_p" not in body and body["max_tokens"] == 20000
