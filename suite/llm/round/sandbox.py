@@ -41,8 +41,9 @@ _CHILD = Path(__file__).with_name("sandbox_child.py")
 #: Inside the namespaces: the test's directory stays writable, every other mount is made
 #: read-only (a mount that refuses is left as it is), then the child is run.
 _CONTAIN = ('mount --bind "$0" "$0" || exit 97; '
-            'for m in $(cut -d" " -f2 /proc/self/mounts); do [ "$m" = "$0" ] || '
-            'mount -o remount,ro,bind "$m" 2>/dev/null; done; cd "$0" && exec "$@"')
+            "for m in $(awk '$4 !~ /^ro/ {print $2}' /proc/self/mounts); do "
+            '[ "$m" = "$0" ] || mount -o remount,ro,bind "$m" 2>/dev/null; done; '
+            'cd "$0" && exec "$@"')
 
 
 @dataclass(frozen=True)
@@ -68,11 +69,14 @@ def isolation() -> Isolation:
     tool = shutil.which("unshare")
     if tool is None:
         return Isolation(False, "no unshare tool: network and file system not isolated")
-    try:
-        done = subprocess.run([tool, "-rmn", "true"], capture_output=True, timeout=10,
-                              check=False)
+    probe = Path(tempfile.mkdtemp(prefix="suite-lcb-probe-"))
+    try:  # the whole set-up (mount, awk), as each test makes it
+        done = subprocess.run([tool, "-rmn", "sh", "-c", _CONTAIN, str(probe), "true"],
+                              capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         return Isolation(False, f"unshare failed ({exc}): network and file system not isolated")
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
     if done.returncode != 0:
         reason = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
         return Isolation(False, f"unshare -rmn refused ({reason[0]}): network and file "
