@@ -136,9 +136,15 @@ def run(request: ConfigRequest, paths: Paths | None = None,
         plan = prepared.compliance(config, ready.paths, request) if config.compliance else None
         bench = config.resolved_rules.benchmark
         reasons = list(config.non_submittable_reasons) + prepared.reasons
-        if prepared.dataset_size != bench.dataset_size:
+        # a model with a separate accuracy set (gpt-oss-120b: 4395) or compliance set
+        # (TEST07: 990) runs those tests on that file
+        model = config.resolved_rules.model
+        sizes = {bench.dataset_size, getattr(plan, "dataset_size", bench.dataset_size)}
+        if model is not None and model.accuracy_sample_count and config.mode is Mode.ACCURACY:
+            sizes = {model.accuracy_sample_count}
+        if prepared.dataset_size not in sizes:
             reasons.append(f"the dataset has {prepared.dataset_size} samples; round "
-                           f"{config.round} requires {bench.dataset_size}")
+                           f"{config.round} requires {' or '.join(map(str, sorted(sizes)))}")
         try:
             run_dir = create_run_dir(config.runs_dir, config.benchmark,
                                      config.scenario.value,

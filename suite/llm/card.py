@@ -66,7 +66,11 @@ class TokenizerSpec(_Card):
 
 
 class GenerationSpec(_Card):
-    decoding: Literal["greedy"]
+    decoding: Literal["greedy", "sampling"]
+    #: ``sampling`` (gpt-oss-120b's reference): the requests' temperature and top_p (an
+    #: engine's card only: the in-process generator decodes greedily)
+    temperature: float = Field(default=0.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
     max_new_tokens: int = Field(gt=1)
     #: LoadGen rejects n_tokens <= 1 (TPOT divides by n_tokens - 1): EOS is masked before.
     #: The round's models use 1 (the reference's min_new_tokens); an engine then asked for
@@ -84,10 +88,12 @@ class LLMDatasetSpec(_Card):
     name: str
     file: str
     samples: int = Field(gt=0)
-    format: Literal["tinylm-json", "json-records", "pandas-pickle"] = "tinylm-json"
+    format: Literal["tinylm-json", "json-records", "pandas-pickle", "parquet"] = "tinylm-json"
     prompt_field: str = "prompt"
     tokens_field: str = ""
     reference_field: str = "reference"
+    #: each sample's sub-dataset (the reasoning LLMs' ``dataset`` column), or none
+    subset_field: str = ""
     sha256: str = Field(default="", pattern=r"^$|^[0-9a-f]{64}$")
     source: str = ""
 
@@ -103,6 +109,11 @@ class LLMAccuracySpec(_Card):
     #: deviation (the rules' tokens-per-sample bound, +-10 % as for llama2-70b).
     tokens_per_sample: float = Field(default=1.0, gt=0)
     tokens_per_sample_tolerance: float = Field(default=0.1, gt=0, lt=1)
+    #: ``round`` with exact_match: which reference evaluation scores it
+    #: (``suite.llm.round.reasoning``); "" for the ROUGE models
+    evaluation: Literal["", "deepseek-r1", "gpt-oss-120b"] = ""
+    #: the LiveCodeBench release the evaluation loads (``livecodebench.RELEASE_FILES``)
+    livecodebench_release: Literal["", "release_v1", "release_v6"] = ""
 
 
 class LLMCard(_Card):

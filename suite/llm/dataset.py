@@ -111,6 +111,14 @@ class HFTokenizer:
 
         return decode(self._tokenizer, self.rules, ids)
 
+    def decode_special(self, ids: list[int]) -> str:
+        """Special tokens kept (gpt-oss-120b's reference: ``skip_special_tokens=False``),
+        with the model directory's clean-up of tokenization spaces."""
+        from suite.llm.reference_decode import clean_up_tokenization
+
+        text = str(self._tokenizer.decode(ids, skip_special_tokens=False))
+        return clean_up_tokenization(text) if self.rules.clean_up_spaces else text
+
 
 def llm_cache(cache_dir: str) -> Path | None:
     """Where parsed round datasets are cached (``data.cache_dir``/llm), if anywhere."""
@@ -139,6 +147,8 @@ class LLMDataset:
         self.tokenizer: CharTokenizer | HFTokenizer
         self.sha256 = ""
         self.checksum: dict[str, str] = {}
+        #: each sample's sub-dataset (the reasoning LLMs), or None
+        self.subsets: list[str] | None = None
         if card.dataset.format != "tinylm-json":
             self._round(card, dataset_dir, model_path, cache_dir)
             return
@@ -180,7 +190,8 @@ class LLMDataset:
         path = Path(dataset_path)
         self.path = path / spec.file if path.is_dir() else path
         records = round_data.load(self.path, spec.format, spec.prompt_field, spec.tokens_field,
-                                  spec.reference_field, cache_dir)
+                                  spec.reference_field, cache_dir, spec.subset_field)
+        self.subsets = records.subsets
         self.sha256 = records.sha256
         self.checksum = round_data.downloader_checksum(self.path)
         self.prompts_text, self.references = records.prompts_text, records.references

@@ -19,6 +19,10 @@ tokens), ``no-ids`` (text without ``token_ids``), ``oov`` (ids past the vocabula
 (``/v1/models`` answers 302 to another host). ``GET /synthetic/requests`` says how many
 completion requests it received.
 
+``--answers FILE`` (a JSON list of ``[prompt_ids, output_ids]`` pairs) makes it answer a
+request whose prompt ids are a listed prompt with that output (cut at ``max_tokens``): a
+stand-in that answers from a fixture, for end-to-end tests of accuracy scoring.
+
     python -m suite.serve.synthetic_llm --port 0 --ttft-ms 5 --itl-ms 1 --tokens 64
 """
 
@@ -53,6 +57,8 @@ class Behaviour:
     fault: str = "none"
     fault_every: int = 1
     seed: int = 0
+    #: prompt ids -> the output ids to stream (``--answers``)
+    answers: dict[tuple[int, ...], list[int]] | None = None
 
 
 def _dumps() -> Any:
@@ -110,6 +116,11 @@ def make_app(behaviour: Behaviour) -> Any:
             count = 1 << 60
         elif fault == "abort":
             count = min(count, 3)
+        prompt = body.get("prompt")
+        answer = (behaviour.answers or {}).get(tuple(prompt) if isinstance(prompt, list)
+                                               else ())
+        if answer is not None:
+            count = min(wanted, len(answer))
         kind = "application/json" if fault == "json-sse" else "text/event-stream"
         response = web.StreamResponse(headers={"Content-Type": kind})
         await response.prepare(request)
@@ -119,7 +130,8 @@ def make_app(behaviour: Behaviour) -> Any:
         sent = 0
         while sent < count:
             n = min(behaviour.chunk_tokens, count - sent)
-            ids = [(sent + k) % (behaviour.vocab - 1) + 1 for k in range(n)]  # never EOS (0)
+            ids = answer[sent:sent + n] if answer is not None else \
+                [(sent + k) % (behaviour.vocab - 1) + 1 for k in range(n)]  # never EOS (0)
             if fault == "oov":
                 ids = [behaviour.vocab + 5000 + i for i in ids]
             sent += n
@@ -174,12 +186,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunk-tokens", type=int, default=1)
     parser.add_argument("--fault", choices=FAULTS, default="none")
     parser.add_argument("--fault-every", type=int, default=1)
+    parser.add_argument("--answers", default="", help="JSON [[prompt_ids, output_ids], ...]")
     args = parser.parse_args(argv)
+    answers = None
+    if args.answers:
+        import json
+        from pathlib import Path
+
+        answers = {tuple(p): list(o) for p, o in json.loads(Path(args.answers).read_text())}
     behaviour = Behaviour(model=args.model, ttft_ms=args.ttft_ms,
                           ttft_jitter_ms=args.ttft_jitter_ms, itl_ms=args.itl_ms,
                           tokens=args.tokens, tokens_jitter=args.tokens_jitter,
                           chunk_tokens=args.chunk_tokens, fault=args.fault,
-                          fault_every=max(1, args.fault_every))
+                          fault_every=max(1, args.fault_every), answers=answers)
     return asyncio.run(_serve(behaviour, args.host, args.port))
 
 

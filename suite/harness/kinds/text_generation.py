@@ -6,8 +6,8 @@ backend's ``preflight`` checks what it serves from (an endpoint's servers) befor
 directory exists, and the child builds the SUT the backend's ``serving`` names: the
 continuous batcher over an in-process generator, or the endpoint client's streaming SUT.
 Accuracy is ROUGE and tokens per sample (tinylm) or the round's targets, scored as the
-reference evaluates them; the compliance test is TEST06. Performance, TTFT/TPOT and
-tokens/s come only from LoadGen's detail log (``results``).
+reference evaluates them; compliance is TEST06 (TEST07/TEST09: ``reasoning_compliance``).
+Performance, TTFT/TPOT and tokens/s come only from LoadGen's detail log (``results``).
 """
 
 from __future__ import annotations
@@ -277,15 +277,17 @@ class TextGenerationPrepared(Prepared):
     def describe_dataset(self) -> dict[str, Any]:
         return self._parts()[1].describe()
 
-    def compliance(self, config: RunConfig, paths: Paths,
-                   request: ConfigRequest) -> CompliancePlan:
+    def compliance(self, config: RunConfig, paths: Paths, request: ConfigRequest
+                   ) -> CompliancePlan:
         from suite.compliance import run as compliance_run
+        from suite.harness.kinds import reasoning_compliance
         from suite.llm import test06
 
+        if config.compliance in ("TEST07", "TEST09"):
+            return reasoning_compliance.plan(config, paths, *self._parts())
         if config.compliance != test06.NAME:
-            raise ConfigError(f"compliance test {config.compliance} does not apply to the "
-                              f"LLM benchmark {config.benchmark}",
-                              hint="LLM benchmarks run TEST06")
+            raise ConfigError(f"compliance test {config.compliance} does not apply to "
+                              f"{config.benchmark}", hint="LLM benchmarks run TEST06")
         compliance_run.guard(config, paths.home)
         return _Test06Plan(self._parts()[0], config.scenario is Scenario.OFFLINE,
                            compliance_run.previous_attempts(config, test06.NAME))
@@ -297,7 +299,7 @@ class TextGenerationPrepared(Prepared):
         card, dataset = self._parts()
         target = config.resolved_rules.benchmark.accuracy_target
         if card.accuracy.metric == "round":
-            return _score_round(test, dataset, config.resolved_rules.model)
+            return _score_round(test, dataset, config.resolved_rules.model, card)
         test_dir = Path(test.directory)
         try:
             errors = parse_detail_log(test_dir / DETAIL_LOG).errors
@@ -316,10 +318,11 @@ class TextGenerationPrepared(Prepared):
         return test.model_copy(update={"accuracy": accuracy, "status": status})
 
 
-def _score_round(test: TestResult, dataset: LLMDataset, model: ModelRules | None) -> TestResult:
+def _score_round(test: TestResult, dataset: LLMDataset, model: ModelRules | None,
+                 card: LLMCard) -> TestResult:
     """A round model's accuracy: every target of the round's checker row must hold."""
     from suite.llm.accuracy import score_round_log
-    from suite.llm.round import scoring
+    from suite.llm.round import reasoning_log, scoring
     from suite.logs import DETAIL_LOG, parse_detail_log
 
     if model is None:
@@ -328,7 +331,9 @@ def _score_round(test: TestResult, dataset: LLMDataset, model: ModelRules | None
     test_dir = Path(test.directory)
     try:
         errors = parse_detail_log(test_dir / DETAIL_LOG).errors
-        result, passed, lines, digest = score_round_log(
+        result, passed, lines, digest = reasoning_log.score_log(
+            test_dir, dataset, card.accuracy, model.targets, model.upper_limits
+        ) if card.accuracy.evaluation else score_round_log(
             test_dir, dataset.tokenizer.decode, dataset.references, model.targets,
             model.upper_limits)
     except SuiteError as exc:

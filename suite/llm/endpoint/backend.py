@@ -34,6 +34,12 @@ NEUTRAL_FIELDS = frozenset({"user", "request_id", "priority", "logprobs", "top_l
                             "return_token_ids"})
 
 
+def _sampling(card: LLMCard) -> dict[str, float]:
+    """A sampling card's request fields (the client asks temperature 0 otherwise)."""
+    g = card.generation
+    return {"temperature": g.temperature, "top_p": g.top_p} if g.decoding == "sampling" else {}
+
+
 class OpenAIOptions(BackendOptions):
     """``[backend.openai]`` options."""
 
@@ -146,7 +152,7 @@ class OpenAIBackend(EndpointGenerator):
             api_key=self.api_key(), verify_tls=not o.insecure,
             connect_timeout_s=o.connect_timeout_s, first_byte_timeout_s=o.first_byte_timeout_s,
             total_timeout_s=o.total_timeout_s, max_in_flight=o.max_in_flight,
-            extra_body=dict(o.extra_body),
+            extra_body={**_sampling(card), **o.extra_body},
             vocab_size=card.architecture.vocab_size if card.architecture else 1 << 31,
             limit=card.generation.max_new_tokens)
 

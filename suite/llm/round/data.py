@@ -6,6 +6,14 @@
   unpickler that admits only the pandas and numpy classes a DataFrame is made of;
   anything else is refused, naming what the file asked for.
 
+* ``parquet`` (gpt-oss-120b's ``perf_eval_ref.parquet`` and ``acc_eval_inputs.parquet``):
+  read by pandas (the ``pyarrow`` or ``fastparquet`` engine; the ``reasoning`` extra).
+
+The reasoning LLMs' files (deepseek-r1's pickle, gpt-oss-120b's parquet) also name each
+sample's sub-dataset (``subset_field``: ``dataset``); their ground truth (``reference_field``:
+``ground_truth``) may be a number (an AIME answer), read as its text, or missing (no ground
+truth: such a sample is scored wrong, as the reference scores it).
+
 Each record must have the card's prompt, token-id and reference fields; a missing field,
 a wrong shape or an empty file is one ``DatasetError`` naming the file, the record and the
 field. The file's SHA-256 is computed once; the parsed records are cached under it (token
@@ -20,6 +28,7 @@ import itertools
 import json
 import pickle
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +80,8 @@ class Records:
     tokens: list[list[int]] | None
     references: list[str]
     sha256: str
+    #: each sample's sub-dataset (reasoning LLMs), or None
+    subsets: list[str] | None = None
 
 
 def file_sha256(path: Path) -> str:
@@ -100,6 +111,8 @@ def _rows(path: Path, fmt: str) -> list[dict[str, Any]]:
     except ImportError:
         raise DatasetError(f"reading {path} (a pandas pickle) needs pandas",
                            hint="pip install pandas") from None
+    if fmt == "parquet":
+        return _parquet(pd, path)
     try:
         with path.open("rb") as handle:
             frame = _DataFrameUnpickler(handle).load()
@@ -115,8 +128,32 @@ def _rows(path: Path, fmt: str) -> list[dict[str, Any]]:
             for row in frame.itertuples(index=False, name=None)]
 
 
+def _parquet(pd: Any, path: Path) -> list[dict[str, Any]]:
+    try:
+        with warnings.catch_warnings():  # pandas 3 deprecates fastparquet, which still reads
+            warnings.filterwarnings("ignore", message=".*fastparquet.*")
+            frame = pd.read_parquet(path)
+    except ImportError:
+        raise DatasetError(f"reading {path} (parquet) needs pyarrow or fastparquet",
+                           hint="pip install -e '.[reasoning]'") from None
+    except Exception as exc:
+        raise DatasetError(f"{path}: not a parquet table ({type(exc).__name__}: {exc})",
+                           hint=_HINT) from None
+    return [dict(zip(frame.columns, row, strict=True))
+            for row in frame.itertuples(index=False, name=None)]
+
+
+def _truth(value: Any) -> str:
+    """A reasoning sample's ground truth as text; "" where there is none (NaN, None)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    return str(value.item() if isinstance(value, np.generic) else value)
+
+
 def parse(path: Path, fmt: str, prompt_field: str, tokens_field: str,
-          reference_field: str) -> Records:
+          reference_field: str, subset_field: str = "") -> Records:
     """Read and check ``path`` (see the module docstring)."""
     if not path.is_file():
         raise DatasetError(f"dataset file {path} does not exist", hint=_HINT)
@@ -125,20 +162,33 @@ def parse(path: Path, fmt: str, prompt_field: str, tokens_field: str,
     rows = _rows(path, fmt)
     if not rows:
         raise DatasetError(f"dataset file {path} has no records", hint=_HINT)
-    wanted = [f for f in (prompt_field, tokens_field, reference_field) if f]
+    if "," in tokens_field:  # alternatives: the first the file has (gpt-oss-120b's two names)
+        tokens_field = next((f for f in tokens_field.split(",") if f in rows[0]),
+                            tokens_field.split(",")[0])
+    # a reasoning file without ground truth (a performance set) has neither column
+    wanted = [f for f in (prompt_field, tokens_field) if f] if subset_field else \
+        [f for f in (prompt_field, tokens_field, reference_field) if f]
     texts: list[str] = []
     references: list[str] = []
     tokens: list[list[int]] = []
+    subsets: list[str] = []
     for index, row in enumerate(rows):
         missing = [f for f in wanted if f not in row]
         if missing:
             raise DatasetError(f"{path}: record {index} has no field '{missing[0]}' (it has "
                                f"{', '.join(map(str, list(row)[:8]))})", hint=_HINT)
-        for field in (prompt_field, reference_field):
+        if subset_field:
+            row = {**row, reference_field: _truth(row.get(reference_field))}
+            subset = row.get(subset_field, "")
+            if not isinstance(subset, str):
+                raise DatasetError(f"{path}: record {index}: field '{subset_field}' is "
+                                   f"{subset!r}, not a sub-dataset's name", hint=_HINT)
+            subsets.append(subset)
+        for field in (f for f in (prompt_field, reference_field) if f):
             if not isinstance(row[field], str):
                 raise DatasetError(f"{path}: record {index}: field '{field}' is "
                                    f"{type(row[field]).__name__}, not text", hint=_HINT)
-        texts.append(row[prompt_field])
+        texts.append(row[prompt_field] if prompt_field else "")
         references.append(row[reference_field])
         if tokens_field:
             ids = row[tokens_field]
@@ -153,19 +203,21 @@ def parse(path: Path, fmt: str, prompt_field: str, tokens_field: str,
                                    f"{top}, which is 2^31 or more: not a token id",
                                    hint=_HINT)
             tokens.append([int(i) for i in ids])
-    return Records(texts, tokens if tokens_field else None, references, file_sha256(path))
+    return Records(texts, tokens if tokens_field else None, references, file_sha256(path),
+                   subsets if subset_field else None)
 
 
 def load(path: Path, fmt: str, prompt_field: str, tokens_field: str, reference_field: str,
-         cache_dir: Path | None) -> Records:
+         cache_dir: Path | None, subset_field: str = "") -> Records:
     """``parse``, through a cache keyed by the file's SHA-256 and the fields read."""
     if cache_dir is None:
-        return parse(path, fmt, prompt_field, tokens_field, reference_field)
+        return parse(path, fmt, prompt_field, tokens_field, reference_field, subset_field)
     if not path.is_file():
         raise DatasetError(f"dataset file {path} does not exist", hint=_HINT)
     sha = file_sha256(path)
-    key = hashlib.sha256(json.dumps([sha, fmt, prompt_field, tokens_field,
-                                     reference_field]).encode()).hexdigest()[:32]
+    key = hashlib.sha256(json.dumps([sha, fmt, prompt_field, tokens_field, reference_field,
+                                     *([subset_field] if subset_field else [])]
+                                    ).encode()).hexdigest()[:32]
     arrays, texts = cache_dir / f"{key}.npz", cache_dir / f"{key}.json"
     if arrays.is_file() and texts.is_file():
         try:
@@ -174,10 +226,11 @@ def load(path: Path, fmt: str, prompt_field: str, tokens_field: str, reference_f
             meta = json.loads(texts.read_text(encoding="utf-8"))
             tokens = ([flat[a:b].tolist() for a, b in itertools.pairwise(offsets)]
                       if meta["has_tokens"] else None)
-            return Records(meta["prompts"], tokens, meta["references"], sha)
+            return Records(meta["prompts"], tokens, meta["references"], sha,
+                           meta.get("subsets"))
         except (OSError, ValueError, KeyError):
             pass  # a damaged cache is rebuilt
-    records = parse(path, fmt, prompt_field, tokens_field, reference_field)
+    records = parse(path, fmt, prompt_field, tokens_field, reference_field, subset_field)
     cache_dir.mkdir(parents=True, exist_ok=True)
     lists = records.tokens or []
     offsets = np.cumsum([0, *(len(t) for t in lists)], dtype=np.int64)
@@ -187,7 +240,8 @@ def load(path: Path, fmt: str, prompt_field: str, tokens_field: str, reference_f
     tmp.replace(arrays)
     texts.write_text(json.dumps({"prompts": records.prompts_text,
                                  "references": records.references,
-                                 "has_tokens": records.tokens is not None}), encoding="utf-8")
+                                 "has_tokens": records.tokens is not None,
+                                 "subsets": records.subsets}), encoding="utf-8")
     return records
 
 

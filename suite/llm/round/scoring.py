@@ -29,7 +29,7 @@ from suite.paths import install_hint
 #: The checker's target names and the keys of the reference's result dict.
 METRIC_KEYS = {"ROUGE1": "rouge1", "ROUGE2": "rouge2", "ROUGEL": "rougeL",
                "ROUGELSUM": "rougeLsum", "GEN_LEN": "gen_len",
-               "TOKENS_PER_SAMPLE": "tokens_per_sample"}
+               "TOKENS_PER_SAMPLE": "tokens_per_sample", "exact_match": "exact_match"}
 
 
 @functools.cache
