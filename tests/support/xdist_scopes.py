@@ -30,7 +30,11 @@ from typing import Any
 import pytest
 
 #: Modules whose tests share one session fixture from tests/support: one scope each group.
-SHARED: dict[str, tuple[str, ...]] = {}
+SHARED: dict[str, tuple[str, ...]] = {
+    # tests.support.tinylm_runs: tinylm's quick Offline, Server and Interactive runs
+    "tinylm-runs": ("tests/integration/test_llm_package.py",
+                    "tests/integration/test_llm_loadgen.py"),
+}
 
 _SHARED_BY_MODULE = {module: name for name, modules in SHARED.items() for module in modules}
 _WIDE_FIXTURE = re.compile(
