@@ -11,7 +11,7 @@ from the test file's own text, by the controller (which collects nothing):
 
 * a module that defines a module- or session-scoped fixture is one scope;
 * the modules of one entry of ``SHARED`` are one scope together (their tests share a
-  session fixture from ``tests/support``, such as the tinylm runs);
+  session fixture from ``tests/support``: the tinylm runs, the packaged digits tree);
 * every other test is a scope of its own, dealt out one at a time, as ``load`` does.
 
 Larger scopes are handed out first (xdist's ``loadscope`` order), so the long grouped
@@ -29,11 +29,23 @@ from typing import Any
 
 import pytest
 
-#: Modules whose tests share one session fixture from tests/support: one scope each group.
+#: Modules whose tests share one session fixture from tests/support, by the fixture's
+#: name: one scope each (the fixture is made once, on the one worker that runs them). A
+#: new module that uses one adds itself here; left out, it is only slower (the fixture is
+#: made again on the other worker), never wrong.
 SHARED: dict[str, tuple[str, ...]] = {
     # tests.support.tinylm_runs: tinylm's quick Offline, Server and Interactive runs
-    "tinylm-runs": ("tests/integration/test_llm_package.py",
+    "tinylm_runs": ("tests/integration/test_llm_package.py",
                     "tests/integration/test_llm_loadgen.py"),
+    # tests.support.submission_fixtures: two quick digits runs, a key, a packaged tree
+    "built": ("tests/integration/test_audit_trust.py",
+              "tests/integration/test_checker_rules.py",
+              "tests/integration/test_ledger.py",
+              "tests/integration/test_package_bundle.py",
+              "tests/integration/test_package_output.py",
+              "tests/integration/test_package_safety.py",
+              "tests/unit/checker/test_checker_fuzz.py",
+              "tests/unit/checker/test_checker_rules.py"),
 }
 
 _SHARED_BY_MODULE = {module: name for name, modules in SHARED.items() for module in modules}

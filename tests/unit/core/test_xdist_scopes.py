@@ -4,6 +4,7 @@ other test is a unit of its own."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -28,13 +29,13 @@ def test_independent_tests_are_units_of_their_own() -> None:
     assert scope_of(unit, REPO) == unit
 
 
-@pytest.mark.parametrize("group", sorted(SHARED))
-def test_the_modules_of_a_shared_group_are_one_unit(group: str) -> None:
-    scopes = {scope_of(f"{module}::test_x", REPO) for module in SHARED[group]}
-    assert scopes == {f"shared:{group}"}
-    fixture = group.replace("-", "_")  # the session fixture the group shares
-    for module in SHARED[group]:
-        assert f"{fixture}" in (REPO / module).read_text(), f"{module} does not use {fixture}"
+@pytest.mark.parametrize("fixture", sorted(SHARED))
+def test_the_modules_sharing_a_session_fixture_are_one_unit(fixture: str) -> None:
+    scopes = {scope_of(f"{module}::test_x", REPO) for module in SHARED[fixture]}
+    assert scopes == {f"shared:{fixture}"}
+    for module in SHARED[fixture]:
+        assert re.search(rf"\b{fixture}\b", (REPO / module).read_text()), \
+            f"{module} does not use {fixture}"
 
 
 def test_the_fixture_scopes_are_read_from_the_decorator(tmp_path: Path) -> None:
