@@ -22,7 +22,7 @@ pytest.importorskip("transformers", reason="the check loads the export with tran
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """One export through the CLI, checked on 8 prompts: its directory and its stdout."""
     out = tmp_path_factory.mktemp("export") / "tinylm-hf"
-    done = run_cli("export", "tinylm", str(out), "--verify-samples", "8")
+    done = run_cli("export", "tinylm", str(out), "--verify-samples", "8", timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     return out, done.stdout
 
