@@ -76,7 +76,7 @@ def scope_of(nodeid: str, rootpath: Path) -> str:
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getvalue("dist") not in ("load", "loadgroup"):
         return None  # xdist's own scheduler for the mode asked for
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
     rootpath = config.rootpath
 
