@@ -21,8 +21,12 @@ REPO = Path(__file__).resolve().parent.parent
 # name): the backend variants, the generated round trees, a report page of real runs.
 # The `timing` marker's hook is a plugin of its own (tests.support.timing), so that
 # tests/unit/core/test_timing_marker.py can run it on tests of its own with pytester.
+# tests.support.xdist_scopes keeps a module's tests on one xdist worker when they share a
+# module- or session-scoped fixture (make test's -n 2), so the fixture is built once;
+# tests.support.tinylm_runs holds tinylm's runs, which the LLM integration modules share.
 pytest_plugins = ["tests.support.backend_variants", "tests.support.round_trees",
-                  "tests.support.html_pages", "tests.support.timing", "pytester"]
+                  "tests.support.html_pages", "tests.support.timing",
+                  "tests.support.xdist_scopes", "tests.support.tinylm_runs", "pytester"]
 
 # The user's config directory (tuned settings, default keys) is the test session's own:
 # settings `suite tune` wrote on this machine must not change what a test run does.

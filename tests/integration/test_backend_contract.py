@@ -144,7 +144,8 @@ def test_every_scenario_runs_valid(variant: Variant, scenario: str, tmp_path: Pa
     assert result.backend == variant.backend
 
 
-@pytest.mark.parametrize("variant", _params([v for v in VARIANTS if v.scenarios and v.computes]))
+@pytest.mark.parametrize("variant", _params([v for v in VARIANTS
+                                              if v.scenarios and v.computes and v.accuracy_run]))
 def test_accuracy_mode_reaches_the_target(variant: Variant, runs_dir: Path, card: Any,
                                           digits: Any, reference: np.ndarray) -> None:
     skip_unless_runnable(variant)

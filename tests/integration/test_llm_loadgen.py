@@ -14,9 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from suite.config.loader import ConfigRequest
 from suite.config.rules import load_rules
-from suite.harness.run import run
 from suite.llm.accuracy import decode_outputs, rouge
 from suite.llm.card import load_llm_card
 from suite.llm.dataset import LLMDataset
@@ -26,6 +24,7 @@ from suite.paths import find_paths
 from suite.reports.table import results_table
 from suite.results import TOKEN_KEYS, RunResult, Status
 from tests.support.timing import invalid_only_by_timing, timing_assert
+from tests.support.tinylm_runs import TinylmRuns, tinylm_run
 
 pytest.importorskip("torch", reason="the LLM backend needs torch (pip install -e '.[torch]')")
 
@@ -33,20 +32,11 @@ pytest.importorskip("torch", reason="the LLM backend needs torch (pip install -e
 SUBSET = 16
 
 
-def _run(tmp: Path, scenario: str, benchmark: str = "tinylm", mode: str = "performance",
-         sets: tuple[str, ...] = ()) -> RunResult:
-    result = run(ConfigRequest(benchmark=benchmark, backend="torch-llm", scenario=scenario,
-                               mode=mode, quick=True, runs_dir=tmp, sets=list(sets)))
-    # What the run wrote is what it returned.
-    assert RunResult.load(Path(result.run_dir) / "result.json") == result
-    return result
-
-
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunResult]:
-    tmp = tmp_path_factory.mktemp("llm-runs")
-    return {"offline": _run(tmp, "offline"), "server": _run(tmp, "server"),
-            "interactive": _run(tmp, "server", "tinylm-interactive")}
+def runs(tinylm_runs: TinylmRuns) -> dict[str, RunResult]:
+    """The session's tinylm runs (tests/support/tinylm_runs.py): Offline and Interactive
+    with ``--mode all`` (their first test is the performance test), Server performance."""
+    return tinylm_runs.results
 
 
 def _detail(result: RunResult) -> dict[str, object]:
@@ -90,9 +80,14 @@ def test_results_table_shows_tokens_per_second_and_token_latencies(
         runs: dict[str, RunResult]) -> None:
     table = results_table(runs.values())
     columns = {str(column.header): [str(c) for c in column.cells] for column in table.columns}
-    for row, name in enumerate(runs):
+    # one row per LoadGen test: each run's performance test is its first row
+    first_rows, rows = {}, 0
+    for name, result in runs.items():
+        first_rows[name], rows = rows, rows + len(result.tests)
+    assert len(columns["value"]) == rows
+    for name, row in first_rows.items():
         tokens = runs[name].tests[0].performance.tokens  # type: ignore[union-attr]
-        if runs[name].status not in (Status.VALID, Status.INVALID):
+        if runs[name].tests[0].status not in (Status.VALID, Status.INVALID):
             continue  # a failed test shows no figure (the metric test above reports why)
         rate = "tokens_per_second" if name == "offline" else "completed_tokens_per_second"
         assert columns["value"][row] == f"{tokens[rate]:,.1f} tokens/s", name
@@ -121,8 +116,8 @@ def test_accuracy_from_the_log_equals_direct_generation(tmp_path: Path) -> None:
     subset.mkdir()
     (subset / "dataset.json").write_text(json.dumps({**full, "samples":
                                                      full["samples"][:SUBSET]}))
-    result = _run(tmp_path / "runs", "server", mode="accuracy",
-                  sets=(f"data.dataset_dir='{subset}'",))
+    result = tinylm_run(tmp_path / "runs", "server", mode="accuracy",
+                        sets=(f"data.dataset_dir='{subset}'",))
     test = result.tests[0]
     assert test.accuracy is not None, test.message
     assert f"the dataset has {SUBSET} samples" in " ".join(result.non_submittable_reasons)

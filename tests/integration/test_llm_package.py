@@ -24,6 +24,7 @@ from suite.submission.bundle.keys import load_public
 from suite.submission.bundle.verify import verify_bundle
 from tests.conftest import run_cli
 from tests.support.submission_fixtures import SYSTEM_TOML, env
+from tests.support.tinylm_runs import TinylmRuns
 
 pytest.importorskip("torch", reason="the LLM backend needs torch (pip install -e '.[torch]')")
 
@@ -32,21 +33,21 @@ RESULTS = "closed/ORG/results/box/tinylm"
 
 
 @pytest.fixture(scope="module")
-def packaged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def packaged(tmp_path_factory: pytest.TempPathFactory, tinylm_runs: TinylmRuns
+             ) -> dict[str, Path]:
+    """The session's tinylm Offline and Interactive runs (tests/support/tinylm_runs.py),
+    packaged and signed."""
     base = tmp_path_factory.mktemp("llm-package")
-    runs, keys = base / "runs", base / "keys"
-    for benchmark, scenario in (("tinylm", "offline"), ("tinylm-interactive", "server")):
-        done = run_cli("run", "--benchmark", benchmark, "--scenario", scenario, "--backend",
-                       "torch-llm", "--mode", "all", "--quick", "--runs-dir", str(runs),
-                       timeout=900)
-        assert done.returncode in (0, 2), done.stderr
+    runs, keys = tinylm_runs.runs, base / "keys"
+    for name in ("offline", "interactive"):  # `suite run`'s exit code: VALID or INVALID
+        assert tinylm_runs.results[name].exit_code in (0, 2), name
     assert run_cli("keygen", "--out", str(keys), **env()).returncode == 0
     (base / "system.toml").write_text(SYSTEM_TOML)
     done = run_cli("package", "--submitter", "ORG", "--system", "box", "--runs-dir", str(runs),
                    "--out-dir", str(base / "out"), "--key", str(keys / "signing.key"),
                    "--unofficial", "--system-config", str(base / "system.toml"), **env())
     assert done.returncode == 0, done.stderr
-    return {"base": base, "tree": base / "out" / "closed_ORG_box",
+    return {"base": base, "runs": runs, "tree": base / "out" / "closed_ORG_box",
             "bundle": base / "out" / "closed_ORG_box.tar.gz", "key": keys / "signing.key",
             "pub": keys / "signing.pub"}
 
@@ -181,7 +182,7 @@ def test_check_states_an_llm_result_by_its_tokens_per_second(packaged: dict[str,
     from suite.paths import find_paths
 
     rules = load_rules(find_paths(), "v6.1")
-    for run_dir in sorted(p for p in (packaged["base"] / "runs").iterdir() if p.is_dir()):
+    for run_dir in sorted(p for p in packaged["runs"].iterdir() if p.is_dir()):
         [res] = check_path(run_dir, rules).results
         want = LLM_FIELDS["Offline" if "offline" in run_dir.name else "Interactive"]
         values = parse_detail_log(run_dir / "performance/mlperf_log_detail.txt").values

@@ -56,17 +56,20 @@ def test_llama3_offline_both_modes_score_as_the_reference_and_check_states_them(
     assert "tokens/s" in checked.stdout and "ROUGE1" in checked.stdout + checked.stderr
 
 
-@pytest.mark.parametrize("benchmark", ["llama3.1-8b", "llama3.1-8b-interactive"])
-def test_llama3_server_and_interactive_stream_first_tokens(
-        files: dict[str, Path], tmp_path: Path, benchmark: str) -> None:
+def test_llama3_server_streams_first_tokens_under_the_round_bound(
+        files: dict[str, Path], tmp_path: Path) -> None:
+    """Interactive runs this same path under the ``-interactive`` LoadGen model: its bound
+    (500 ms) is in tests/unit/llm/test_llm_units.py, and tinylm-interactive's LoadGen run
+    reports its own in tests/integration/test_llm_loadgen.py. The quick run's 460 queries
+    (early stopping's minimum) at 64 queries/s instead of 16: nothing here counts them."""
     with synthetic("--model", "llama3.1-8b", "--tokens", "8") as (url, _):
-        code, out = run(benchmark, url, files["cnn"], files["model"], tmp_path,
-                        "--scenario", "server", "--set", 'backend.openai.model="llama3.1-8b"')
+        code, out = run("llama3.1-8b", url, files["cnn"], files["model"], tmp_path,
+                        "--scenario", "server", "--set", 'backend.openai.model="llama3.1-8b"',
+                        "--set", "loadgen.target_qps=64")
     assert code in (0, 2), out  # VALID or INVALID by this machine's speed; never FAILED
     detail = (only_run_dir(tmp_path) / "performance" / "mlperf_log_detail.txt").read_text()
     assert '"key": "result_first_token_mean_latency_ns"' in detail
-    bound = "500000000" if benchmark.endswith("interactive") else "2000000000"
-    assert f'"key": "requested_server_ttft_latency", "value": {bound}' in detail
+    assert '"key": "requested_server_ttft_latency", "value": 2000000000' in detail
 
 
 @pytest.mark.parametrize(("benchmark", "round_name", "rouge1_target"), [

@@ -43,6 +43,13 @@ def test_conf_lines_come_from_the_round_row() -> None:
         f"tinylm-interactive.Server.ttft_latency = {bounds['Interactive'].ttft // 1_000_000}",
         f"tinylm-interactive.Server.tpot_latency = {bounds['Interactive'].tpot // 1_000_000}"]
     assert token_conf_lines(rules.resolve("digits", Scenario.SERVER)) == []
+    # the round's llama3.1-8b Interactive: 500 ms TTFT, 30 ms TPOT (its Server: 2 s, 100 ms)
+    assert token_conf_lines(rules.resolve("llama3.1-8b-interactive", Scenario.SERVER)) == [
+        "llama3_1-8b-interactive.Server.use_token_latencies = 1",
+        "llama3_1-8b-interactive.Server.ttft_latency = 500",
+        "llama3_1-8b-interactive.Server.tpot_latency = 30"]
+    assert token_conf_lines(rules.resolve("llama3.1-8b", Scenario.SERVER))[1:] == [
+        "llama3_1-8b.Server.ttft_latency = 2000", "llama3_1-8b.Server.tpot_latency = 100"]
 
 
 def test_llm_cards_are_recognised_and_interactive_uses_the_same_card() -> None:
