@@ -68,6 +68,7 @@ class RuleId(StrEnum):
     COMP_PASS = "COMP-PASS"
     CHECK_INTERNAL = "CHECK-INTERNAL"
     RUN_STATUS = "RUN-STATUS"
+    RUN_STAND_IN = "RUN-STAND-IN"
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,9 @@ RULES: dict[RuleId, Rule] = {rule.id: rule for rule in [
        "says it completed; a FAILED or INTERRUPTED run's LoadGen logs are not evidence "
        "(the samples answered empty at the failure count as completed there)",
        "infersuite: a failed run is never a result"),
+    _r("RUN-STAND-IN", "a run directory: not a --stand-in run (a task card's stand-in "
+       "model and dataset): such a run is unofficial, never a closed or open result",
+       "infersuite: a stand-in is not the reference model or dataset"),
     _r("CHECK-INTERNAL", "suite check itself failed while evaluating a rule (a bug in the "
        "checker, not a verdict on the file); the traceback is in the finding",
        "infersuite: a missing verdict is a failure"),
