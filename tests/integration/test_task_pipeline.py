@@ -80,7 +80,8 @@ def test_accuracy_is_the_tasks_score_and_the_checker_calls_it_unofficial(
     assert not report.passed and report.summary.valid_results == 0
 
 
-def test_a_bad_dataset_directory_is_one_line_and_exit_1(home: Path, tmp_path: Path) -> None:
+def test_a_bad_dataset_directory_or_backend_is_one_line_and_exit_1(home: Path,
+                                                                   tmp_path: Path) -> None:
     stand_in = home / "cache" / "stand-ins" / "toytask-seed0"
     if not (stand_in / "stand_in.json").is_file():  # this test alone: write it first
         run_cli("run", "--benchmark", "toytask", "--stand-in", "--backend", "null",
@@ -97,6 +98,13 @@ def test_a_bad_dataset_directory_is_one_line_and_exit_1(home: Path, tmp_path: Pa
     errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and "labels.json is missing" in errors[0], done.stderr
     assert "Traceback" not in done.stderr and list(runs.iterdir()) == []
+    # a backend that cannot feed named tensors is refused the same way (torch: a task card
+    # names no PyTorch module)
+    done = run_cli("run", "--benchmark", "toytask", "--backend", "torch", "--stand-in",
+                   "--runs-dir", str(runs), SUITE_HOME=str(home))
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
+    assert done.returncode == 1 and len(errors) == 1, done.stderr
+    assert "does not run task cards" in errors[0] and list(runs.iterdir()) == []
 
 
 def _registered_benchmarks() -> list[str]:

@@ -38,10 +38,15 @@ def prepare_task(config: RunConfig, paths: Paths, card: ModelCard
                  ) -> tuple[TensorTask, ModelCard, ModelIdentity, TaskDataset]:
     """Everything before a run directory, for a task card: its task, the card with its
     model file, what that file is, and the dataset opened."""
+    from suite.backends import backend_class
     from suite.config.model import STAND_IN_SEED
     from suite.paths import stand_in_dir
 
     task = load_task(card)
+    if not getattr(backend_class(config.backend), "serves_tasks", False):
+        raise ConfigError(f"backend '{config.backend}' does not run task cards ('{card.name}': "
+                          "every [[inputs]] and [[outputs]] tensor by name)",
+                          hint="use onnxruntime, simulated or null")
     if config.sut.worker_model == "processes":
         raise ConfigError(f"sut.worker_model = 'processes' is not implemented for task cards "
                           f"('{card.name}')", hint="set sut.worker_model = 'threads'")

@@ -206,3 +206,17 @@ def test_test01_falls_back_to_the_tasks_score(tmp_path: Path) -> None:
         "accuracy=100.000%")
     assert not check._fallback({0: [b"bad"], 1: [b"ok-b"]}, truth, scorer, tmp_path / "acc",
                                lines, None)
+
+
+@pytest.mark.parametrize("name", ["null", "simulated"])
+def test_null_and_simulated_return_every_declared_output(name: str) -> None:
+    from suite.backends import create
+
+    card = _card(REPO / "reference_models" / "toytask")  # beside reference_models/simulated
+    backend = create(name, {"profile": "digits-h100"} if name == "simulated" else {})
+    backend.load(card, 8)
+    outputs = backend.predict_named({"x": np.zeros((3, 8), np.float32),
+                                     "mask": np.zeros((3, 8), np.int64)})
+    assert {k: (v.shape, str(v.dtype)) for k, v in outputs.items()} == {
+        "y": ((3, 8), "float32"), "total": ((3, 1), "float32")}
+    assert backend.serves_tasks
