@@ -138,3 +138,21 @@ def test_every_registered_task_runs_its_stand_in(benchmark: str, tmp_path: Path)
     assert [t["mode"] for t in result["tests"]] == ["performance", "accuracy"]
     assert result["tests"][1]["accuracy"]["total"] == result["dataset"]["total"]
     assert STAND_IN in result["non_submittable_reasons"]
+
+
+def test_test01_compares_a_task_cards_response_bytes(home: Path, tmp_path: Path) -> None:
+    # The null backend: the verdict on the logged responses (byte for byte, as the
+    # official TEST01 compares them) is asserted; the performance verdict, a timing
+    # figure, is only recorded.
+    runs = tmp_path / "runs"
+    common = ["--benchmark", "toytask", "--stand-in", "--backend", "null", "--scenario",
+              "offline", "--runs-dir", str(runs)]
+    done = run_cli("run", *common, "--mode", "all", SUITE_HOME=str(home))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    done = run_cli("run", *common, "--compliance", "TEST01", SUITE_HOME=str(home))
+    run_dir = next(p for p in runs.iterdir() if p.name.endswith("_TEST01"))
+    verify = (run_dir / "verify_accuracy.txt").read_text()
+    assert "TEST PASS" in verify and "num_perf_log_data_mismatch = 0" in verify, verify
+    compliance = _result(run_dir)["compliance"]
+    assert compliance["test"] == "TEST01"
+    assert compliance["verdicts"]["verify_accuracy.txt"] == "TEST PASS"
