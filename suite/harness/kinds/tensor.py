@@ -1,12 +1,13 @@
 """The tensor kind (``Kind.TENSOR``): fixed-shape models, one ``predict`` per batch.
 
-A task card (``[[inputs]]``/``[[outputs]]``, served by a ``suite.tasks`` module) takes the
-same stages through ``kinds.task_prepare`` (its dataset, SUT parts, scoring, stand-in).
 digits and ResNet-50: the card's model file is verified (a user's file that is not the
 reference model runs in the open division), the dataset is preprocessed into its cache
 before a run directory exists, the child builds the batching ``SystemUnderTest`` over a
 ``BackendBase``, accuracy is top-1 from LoadGen's accuracy log, and the compliance tests
 are TEST01 and TEST04 against a reference run.
+
+A task card (``[[inputs]]``/``[[outputs]]``, served by a ``suite.tasks`` module) takes the
+same stages through ``kinds.task_prepare`` (its dataset, SUT parts, scoring, stand-in).
 """
 
 from __future__ import annotations
