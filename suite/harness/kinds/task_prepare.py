@@ -7,7 +7,7 @@ the child (the one batching ``SystemUnderTest`` over ``task.TaskBackend``), and
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -39,7 +39,7 @@ def prepare_task(config: RunConfig, paths: Paths, card: ModelCard
     """Everything before a run directory, for a task card: its task, the card with its
     model file, what that file is, and the dataset opened."""
     from suite.backends import backend_class
-    from suite.config.model import STAND_IN_SEED
+    from suite.config.model import STAND_IN_REASON, STAND_IN_SEED
     from suite.paths import stand_in_dir
 
     task = load_task(card)
@@ -55,6 +55,8 @@ def prepare_task(config: RunConfig, paths: Paths, card: ModelCard
         ensure_stand_in(task, card, root, STAND_IN_SEED)
     card = card.with_model_path(config.data.model_path)
     model = check_model(card, paths.cache)
+    if config.stand_in:  # the stand-in's own model: say that, not which file it is not
+        model = replace(model, division="open", reason=STAND_IN_REASON)
     return task, card, model, open_dataset(task, card, config.data.dataset_dir)
 
 
