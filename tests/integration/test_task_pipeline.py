@@ -107,6 +107,19 @@ def test_a_bad_dataset_directory_or_backend_is_one_line_and_exit_1(home: Path,
     assert "does not run task cards" in errors[0] and list(runs.iterdir()) == []
 
 
+def test_samples_of_varying_shapes_run_one_by_one(tmp_path: Path) -> None:
+    home = make_task_home(tmp_path / "home", card="toyvarying",
+                          task="tests.support.toy_task:VaryingToyTask", dynamic=True)
+    runs = tmp_path / "runs"
+    done = run_cli("run", "--benchmark", "toyvarying", "--stand-in", "--mode", "all",
+                   "--scenario", "singlestream", "--runs-dir", str(runs), SUITE_HOME=str(home))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    result = _result(only_run_dir(runs))
+    assert result["dataset"]["staging"] == "per-sample"
+    assert [t["status"] for t in result["tests"]] == ["VALID", "VALID"]
+    assert result["tests"][1]["accuracy"]["value"] == 100.0  # padding kept every total
+
+
 def _registered_benchmarks() -> list[str]:
     """One benchmark of each card whose task is a key of ``suite.tasks.TASKS``."""
     from suite.models import card_name

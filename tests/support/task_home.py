@@ -33,9 +33,11 @@ required_scenarios = { "edge" = ["SingleStream", "Offline"] }
 """
 
 
-def make_task_home(home: Path, card: str = "toytask", task: str = "") -> Path:
+def make_task_home(home: Path, card: str = "toytask", task: str = "",
+                   dynamic: bool = False) -> Path:
     """Copy the data directories to ``home`` (if not there) and add the toy task's card
-    (named ``card``; ``task``: another ``module:Class``) and rules; returns ``home``."""
+    (named ``card``; ``task``: another ``module:Class``; ``dynamic``: its inputs' feature
+    axis declared -1, for samples that vary) and rules; returns ``home``."""
     for name in ("run_rules", "scenarios", "reference_models"):
         if not (home / name).exists():
             shutil.copytree(REPO / name, home / name)
@@ -43,6 +45,8 @@ def make_task_home(home: Path, card: str = "toytask", task: str = "") -> Path:
     text = text.replace('name = "toytask"', f'name = "{card}"')
     if task:
         text = text.replace("tests.support.toy_task:ToyTask", task)
+    if dynamic:
+        text = text.replace("shape = [-1, 8]", "shape = [-1, -1]")
     (home / "reference_models" / card).mkdir(exist_ok=True)
     (home / "reference_models" / card / "model.toml").write_text(text, encoding="utf-8")
     rules = home / "run_rules" / "v6.1.toml"

@@ -131,3 +131,26 @@ class WideToyTask(ToyTask):
     """The toy task with a 8 x 1024 ``W``: enough work per sample for the bench."""
 
     width: ClassVar[int] = 1024
+
+
+class _TrimmedData(ToyData):
+    """The toy dataset with samples of varying length: each sample ends at its last
+    feature whose mask is 1 (the features cut off are masked out: totals are unchanged)."""
+
+    def inputs(self, index: int) -> dict[str, npt.NDArray[Any]]:
+        kept = np.flatnonzero(self.mask[index])
+        keep = int(kept[-1]) + 1 if len(kept) else 1
+        return {"x": self.x[index][:keep], "mask": self.mask[index][:keep]}
+
+
+class VaryingToyTask(ToyTask):
+    """The toy task whose samples vary in shape (staged one by one, as 3d-unet volumes or
+    whisper audio are); ``infer`` pads each to the model's 8 features with mask 0."""
+
+    def open(self, dataset_dir: Path, card: Any, *, count: int | None = None) -> ToyData:
+        return _TrimmedData(dataset_dir, count)
+
+    def infer(self, call: ModelCall, samples: Sequence[Arrays]) -> list[Arrays]:
+        padded = [{name: np.pad(sample[name], (0, FEATURES - len(sample[name])))
+                   for name in ("x", "mask")} for sample in samples]
+        return split(call(stack(padded)), len(samples))

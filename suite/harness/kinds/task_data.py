@@ -3,12 +3,14 @@
 ``TaskDataset`` is an ``InMemoryDataset``: LoadGen's ``load`` stages each loaded sample's
 inputs once, in one array, and the SUT's gathers, slices and buffers work on it unchanged.
 
-* **Stacked** (every sample's inputs have the card's fixed per-sample shapes: bert, yolo):
+* **Stacked** (the card's ``[[inputs]]`` fix every per-sample axis and sample 0 has those
+  shapes: bert, yolo; a later sample that differs is a ``DatasetError``):
   the array is a numpy structured array, one field per input tensor plus the sample's QSL
   index, so a batch is one ``np.take`` or one slice, and ``StagedSamples.stacked`` hands
   the task's ``stack`` each input as one contiguous array: no per-sample Python on the
   hot path.
-* **Per sample** (shapes vary: 3d-unet volumes, whisper audio): an object array of the
+* **Per sample** (a ``-1`` beyond the batch axis, or sample 0 differs from the card: 3d-unet
+  volumes, whisper audio): an object array of the
   samples' input dicts; the task's ``infer`` takes them one by one (windows, decoding).
 
 ``StagedSamples`` is what ``TensorTask.infer`` receives: a sequence of per-sample input
@@ -124,8 +126,10 @@ class TaskDataset(InMemoryDataset):
                     raise DatasetError(
                         f"{self.name}: sample {index} input {name!r} has shape "
                         f"{inputs[name].shape}, sample 0's is {field.shape[1:]}",
-                        hint="every sample of a fixed-shape input has the same shape; "
-                             "check the dataset directory")
+                        hint=f"the card's [[inputs]] {name!r} has fixed per-sample axes, "
+                             "so every sample must match them (check the dataset directory); "
+                             "a task whose samples vary declares those axes -1 (staged one "
+                             "by one)")
                 field[row] = inputs[name]
         return out
 

@@ -220,3 +220,20 @@ def test_null_and_simulated_return_every_declared_output(name: str) -> None:
     assert {k: (v.shape, str(v.dtype)) for k, v in outputs.items()} == {
         "y": ((3, 8), "float32"), "total": ((3, 1), "float32")}
     assert backend.serves_tasks
+
+
+def test_a_sample_off_the_cards_fixed_shape_is_a_dataset_error(tmp_path: Path) -> None:
+    class LaterVaries:
+        total_count = 2
+
+        def inputs(self, index: int) -> dict[str, Any]:
+            return {"x": np.zeros(8 - index, np.float32), "mask": np.ones(8, np.int64)}
+
+        def describe(self) -> dict[str, Any]:
+            return {}
+
+    dataset = TaskDataset(_card(tmp_path), LaterVaries())  # sample 0 fits: stacked
+    assert dataset.staging == "stacked"
+    with pytest.raises(DatasetError, match=r"sample 1 input 'x' has shape \(7,\)") as raised:
+        dataset.load([0, 1])
+    assert "declares those axes -1" in (raised.value.hint or "")
