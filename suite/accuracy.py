@@ -68,6 +68,36 @@ def decode_accuracy_log(path: Path, response_dtype: np.dtype[Any],
     return predictions
 
 
+def decode_response_bytes(path: Path, total: int) -> dict[int, bytes]:
+    """Each sample's response bytes (QSL index -> bytes) from the accuracy log, for a task
+    card: de-duplicated by ``qsl_idx`` (two different responses for one sample are an
+    error), every sample of ``0..total-1`` present."""
+    entries = read_accuracy_entries(path)
+    responses: dict[int, bytes] = {}
+    for entry in entries:
+        index = int(entry["qsl_idx"])
+        if not 0 <= index < total:
+            raise SuiteError(f"{path}: qsl_idx {index} outside the dataset (0..{total - 1})")
+        data = bytes.fromhex(entry["data"])
+        if responses.setdefault(index, data) != data:
+            raise SuiteError(f"{path}: qsl_idx {index} has two different responses")
+    if len(responses) < total:
+        first = next(k for k in range(total) if k not in responses)
+        raise SuiteError(f"{path}: {total - len(responses)} of {total} samples have no "
+                         f"response (first: qsl_idx {first})",
+                         hint="the accuracy run must cover the whole dataset")
+    return responses
+
+
+def write_accuracy_txt(test_dir: Path, lines: tuple[str, ...] | list[str]) -> str:
+    """``accuracy.txt``: ``lines`` (a task's score, in its reference script's format),
+    then ``hash=<sha256 of the accuracy log>``; returns that sha256."""
+    digest = sha256_file(test_dir / ACCURACY_LOG)
+    text = "".join(f"{line}\n" for line in lines) + f"hash={digest}\n"
+    (test_dir / ACCURACY_TXT).write_text(text, encoding="utf-8")
+    return digest
+
+
 def score_top1(test_dir: Path, labels: npt.NDArray[np.int64], response_dtype: np.dtype[Any],
                target: float, loadgen_errors: list[str]) -> AccuracyResult:
     """Top-1 in percent; writes ``accuracy.txt`` next to the log."""

@@ -26,7 +26,7 @@ import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -79,6 +79,8 @@ def card_kind(paths: Paths, benchmark: str) -> Kind:
             task = tomllib.loads(path.read_text(encoding="utf-8")).get("task")
         except (OSError, ValueError):  # missing, not UTF-8, not TOML, an overlong integer
             continue
+        if isinstance(task, dict):  # a ``[task]`` table: its ``name`` is the task
+            task = task.get("name", "")
         return _TASK_KINDS.get(str(task), Kind.TENSOR)
     return Kind.TENSOR
 
@@ -122,8 +124,9 @@ class TensorSpec(_Card):
 
 class PostprocessSpec(_Card):
     #: ``argmax``: the output is logits or probabilities (N, classes);
-    #: ``class_index``: the model already applied argmax, the output is (N,) or (N, 1).
-    kind: Literal["argmax", "class_index"]
+    #: ``class_index``: the model already applied argmax, the output is (N,) or (N, 1);
+    #: ``task``: a task card's (never written in a card): its task module's response bytes.
+    kind: Literal["argmax", "class_index", "task"]
     response_dtype: Literal["int32", "int64", "float32"] = "int32"
     label_offset: int = 0
 
@@ -133,13 +136,20 @@ class DatasetSpec(_Card):
 
 
 class AccuracySpec(_Card):
-    metric: Literal["top1"]
+    #: ``top1`` for a classification card; a task card's is the checker's key (``F1``...).
+    metric: str
     unit: str = "percent"
     reference_fp32: float
+    closed_target: float | None = None
 
 
 class ModelCard(_Card):
-    """A parsed model card; ``directory`` is where its files live."""
+    """A parsed model card; ``directory`` is where its files live.
+
+    A task card (``suite.tasks``) has ``[[inputs]]``/``[[outputs]]`` (every official
+    tensor) for ``[input]``/``[output]``/``[postprocess]``: ``input``, ``output`` are its
+    first, ``postprocess.kind`` is "task", ``[task_options]`` is ``task_options``.
+    """
 
     schema_version: int
     name: str
@@ -148,12 +158,38 @@ class ModelCard(_Card):
     model: ModelFiles
     input: TensorSpec
     output: TensorSpec
+    inputs: list[TensorSpec] = []
+    outputs: list[TensorSpec] = []
     postprocess: PostprocessSpec
     dataset: DatasetSpec
     accuracy: AccuracySpec
+    task_options: dict[str, Any] = {}
     directory: Path = Path()
     #: The user-supplied model file (``data.model_path``), for ``source = "user"``.
     model_path: Path | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _task_card(cls, data: Any) -> Any:  # a task card in the shape every card has
+        if not isinstance(data, dict):
+            return data
+        if isinstance(table := data.get("task"), dict):  # [task] with its name and options
+            options = {k: v for k, v in table.items() if k != "name"}
+            data = {**data, "task": str(table.get("name", "")),
+                    "task_options": {**options, **data.get("task_options", {})}}
+        if "inputs" not in data and "outputs" not in data:
+            return {"inputs": [data["input"]] if "input" in data else [],
+                    "outputs": [data["output"]] if "output" in data else [], **data}
+        for one, many in (("input", "inputs"), ("output", "outputs"), ("postprocess", "")):
+            if one in data or (many and not data.get(many)):
+                raise ValueError(f"a task card declares [[inputs]] and [[outputs]] (one at "
+                                 f"least each), not [{one}]")
+            data = {**data, one: data[many][0] if many else {"kind": "task"}}
+        return data
+
+    @property
+    def is_task_card(self) -> bool:
+        return self.postprocess.kind == "task"  # [[inputs]]/[[outputs]]: a suite.tasks module
 
     @property
     def card_path(self) -> Path:

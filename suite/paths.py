@@ -176,6 +176,12 @@ def read_limited(path: Path, limit: int, what: str) -> bytes:
     return data
 
 
+def stand_in_dir(cache: Path, card: str, seed: int) -> Path:
+    """Where ``suite run --stand-in`` keeps the stand-in of ``card`` written with ``seed``
+    (its ``dataset`` directory and ``model.onnx``, reused by later runs)."""
+    return cache / "stand-ins" / f"{card}-seed{seed}"
+
+
 def sweep_path(runs_dir: Path, system: str, benchmark: str, backend: str) -> Path:
     """Where ``suite tune`` keeps an LLM sweep's points (the HTML report reads them)."""
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in backend)

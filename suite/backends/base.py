@@ -23,7 +23,7 @@ import ctypes.util
 import functools
 import importlib.util
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
@@ -242,6 +242,17 @@ class BackendBase(BackendCore):
     def predict(self, batch: Batch) -> Outputs:
         """Run the model on ``batch`` (first axis = samples) and return its raw outputs."""
         raise NotImplementedError(f"backend '{self.name}' implements no predict()")
+
+    #: Whether ``predict_named`` serves a task card (``ModelCard.is_task_card``).
+    serves_tasks: ClassVar[bool] = False
+
+    def predict_named(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """A task card's model call: every ``[[inputs]]`` tensor by name (a batch on axis
+        0) to every ``[[outputs]]`` tensor by name. Backends that serve task cards
+        (``serves_tasks``) implement it."""
+        from suite.errors import BackendError
+        raise BackendError(f"backend '{self.name}' does not run task cards",
+                           hint="use onnxruntime, simulated or null for this benchmark")
 
     def accept_raw_input(self, raw: RawInput) -> bool:
         """Whether ``predict`` will take batches in ``raw`` form and normalise them

@@ -16,7 +16,7 @@ device and copies it back once, instead of letting ``run`` allocate per call.
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -194,11 +194,17 @@ class OnnxRuntimeBackend(BackendBase):
         self._outputs = [self._output]  # built once: predict is on the latency path
         inputs = [i.name for i in self._session.get_inputs()]
         outputs = [o.name for o in self._session.get_outputs()]
-        if self._input not in inputs or self._output not in outputs:
+        named_out = [t.name for t in card.outputs]
+        absent = [f"input {n!r}" for n in dict.fromkeys([self._input, *(
+            t.name for t in card.inputs)]) if n not in inputs] + [
+            f"output {n!r}" for n in dict.fromkeys([self._output, *named_out]) if n not in outputs]
+        if absent:
             raise BackendError(
-                f"{card.onnx_path}: the model card names input {self._input!r} and output "
-                f"{self._output!r}, the model has inputs {inputs} and outputs {outputs}",
-                hint="fix [input] name / [output] name in the model card")
+                f"{card.onnx_path}: the model card names {absent[0]}, the model has inputs "
+                f"{inputs} and outputs {outputs}",
+                hint="fix the tensor names in the model card ([input]/[output] name, or "
+                     "[[inputs]]/[[outputs]] of a task card)")
+        self._named_out = named_out
         # ``InferenceSession.run`` re-validates the feed on every call (1-5 us per
         # SingleStream query, measured). The names are checked above, the feed is always
         # one numpy array, and a silent provider fallback mid-run is not wanted in a
@@ -264,6 +270,13 @@ class OnnxRuntimeBackend(BackendBase):
             return bound
         outputs: Outputs = self._run(self._outputs, {self._input: batch}, None)[0]
         return outputs
+
+    serves_tasks = True
+
+    def predict_named(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """Every ``[[inputs]]`` fed by name; every ``[[outputs]]`` returned by name."""
+        names = self._named_out
+        return dict(zip(names, self._run(names, dict(inputs), None), strict=True))
 
     def close(self) -> None:
         self._session = None

@@ -32,9 +32,10 @@ import random
 import threading
 import time
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 from pydantic import Field
@@ -44,8 +45,10 @@ from suite.backends.simulated_devices import Devices, SharedDevices
 from suite.errors import BackendError
 
 if TYPE_CHECKING:
-    from suite.models import ModelCard
+    from suite.models import ModelCard, TensorSpec
     from suite.types import Batch, Outputs
+
+T = TypeVar("T")
 
 #: Input values per sample the output projection reads, and scores it computes: few
 #: enough to cost microseconds per batch (a 16 x 1001 projection through BLAS woke
@@ -146,6 +149,7 @@ class SimulatedBackend(BackendBase):
         self._jitter = 0.0
         self._random = random.Random(self.opts.seed)
         self._class_index = False
+        self._task_outputs: list[TensorSpec] = []
         self._out_shape: tuple[int, ...] = ()
         self._weights: Any = None
         self._features: Any = None
@@ -156,12 +160,13 @@ class SimulatedBackend(BackendBase):
         self._max_batch = max_batch_size
         self._jitter = profile.jitter if self.opts.jitter is None else self.opts.jitter
         self._class_index = card.postprocess.kind == "class_index"
+        self._task_outputs = card.outputs
         # A class_index card's output is the class (the model applied argmax): the
         # projection scores its ``classes`` and returns the argmax.
         classes = int(getattr(card.output, "classes", 0) or 0)
         self._out_shape = ((classes or 1000,) if self._class_index
-                           else tuple(card.output.sample_shape))
-        self._reshape(card.input.sample_shape)
+                           else tuple(max(d, 1) for d in card.output.sample_shape))
+        self._reshape(tuple(max(d, 1) for d in card.input.sample_shape))
         if self.opts.shapes == "all":
             self._warm = set(range(1, max_batch_size + 1))
             shapes = f"all: 1..{max_batch_size} warmed at load"
@@ -218,8 +223,27 @@ class SimulatedBackend(BackendBase):
             raise BackendError(f"batch of {n} exceeds max_batch_size {self._max_batch}")
         if batch.ctypes.data not in self._buffers:
             batch = self._staged(batch)
+        return self._occupy(profile, n, batch.nbytes, lambda: self._outputs(batch))
+
+    serves_tasks = True
+
+    def predict_named(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """A task card's call: the profile's time for the batch, then zeros of every
+        ``[[outputs]]`` tensor's shape and dtype (a dynamic axis: 1 beyond the batch's)."""
+        profile = self.profile
+        if profile is None:
+            raise BackendError("the simulated backend was not loaded")
+        n = len(next(iter(inputs.values())))
+        nbytes = sum(int(np.asarray(v).nbytes) for v in inputs.values())
+        return self._occupy(profile, max(n, 1), nbytes, lambda: {
+            spec.name: np.zeros([n, *(max(d, 1) for d in spec.shape[1:])], spec.dtype)
+            for spec in self._task_outputs})
+
+    def _occupy(self, profile: Profile, n: int, nbytes: int, outputs_of: Callable[[], T]) -> T:
+        """The simulated devices busy with a batch of ``n`` (``nbytes`` of inputs) while
+        ``outputs_of`` computes its outputs on the host."""
         size = bucket(n, self._max_batch) if self.opts.shapes == "buckets" else n
-        transfer_s = (batch.nbytes * size / n / (profile.transfer_gb_s * 1e9)
+        transfer_s = (nbytes * size / n / (profile.transfer_gb_s * 1e9)
                       if profile.transfer_gb_s else 0.0)
         with self._lock:
             fixed_s = self._scaled(profile.fixed_ms) / 1e3
@@ -230,7 +254,7 @@ class SimulatedBackend(BackendBase):
             compute_s = self._scaled(profile.per_sample_ms * size) / 1e3
         now = time.perf_counter()
         end = self.devices.place(now, transfer_s, fixed_s, compute_s, cold)
-        outputs = self._outputs(batch)  # host CPU, while the device works
+        outputs = outputs_of()  # host CPU, while the device works
         _sleep(end - time.perf_counter())  # the one wait: a stream synchronise
         self.devices.record(end - now, max(transfer_s, fixed_s) + compute_s,
                             time.perf_counter() - end)

@@ -70,6 +70,7 @@ class RuleId(StrEnum):
     RUN_STATUS = "RUN-STATUS"
     EP_ARTIFACTS = "EP-ARTIFACTS"
     EP_MODEL = "EP-MODEL"
+    RUN_STAND_IN = "RUN-STAND-IN"
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,9 @@ RULES: dict[RuleId, Rule] = {rule.id: rule for rule in [
        "loader load_endpoints_logs; EndpointsParser; get_performance_metric_check"),
     _r("EP-MODEL", "an endpoint-format result is of a model the round allows in that format",
        "endpoints_model_check (ENDPOINTS_ALLOWED_MODELS)"),
+    _r("RUN-STAND-IN", "a run directory: not a --stand-in run (a task card's stand-in "
+       "model and dataset): such a run is unofficial, never a closed or open result",
+       "infersuite: a stand-in is not the reference model or dataset"),
     _r("CHECK-INTERNAL", "suite check itself failed while evaluating a rule (a bug in the "
        "checker, not a verdict on the file); the traceback is in the finding",
        "infersuite: a missing verdict is a failure"),

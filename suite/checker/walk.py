@@ -327,6 +327,13 @@ def _check_run_dir(path: Path, rules: RuleSet, sub: SubmissionRules,
             ctx.add(RuleId.RUN_STATUS, path / failed[0], f"the run {failed[1]}: its "
                     "LoadGen logs say what LoadGen saw, not a result", expected="VALID",
                     found=failed[1].split()[0], hint="fix the failure and run again")
+    with ctx.rule(RuleId.RUN_STAND_IN, path / "config.json") as run:
+        if run and config.get("stand_in") is True:
+            ctx.add(RuleId.RUN_STAND_IN, path / "config.json", "unofficial: a --stand-in run "
+                    "(stand-in: not the reference model or dataset) is never a closed or "
+                    "open result", expected="the reference model and dataset",
+                    found="stand_in = true", hint="run with the real dataset and model "
+                    "(data.dataset_dir, data.model_path) for a result")
     with ctx.rule(RuleId.TREE_LAYOUT, path / "config.json") as run:
         if run and (ctx.model is None or scenario is None):
             ctx.add(RuleId.TREE_LAYOUT, path / "config.json", "unknown benchmark or scenario",

@@ -244,13 +244,16 @@ def build_request(benchmark: str, scenario: str, backend: str | None, mode: str,
               help="compliance: the reference run directory (default: newest matching)")
 @click.option("--force", is_flag=True,
               help="run even when the pre-flight predicts a test longer than 7 days")
+@click.option("--stand-in", is_flag=True,
+              help="a task card's stand-in model and dataset, written once into the cache; "
+                   "quick settings; never submittable")
 def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_name: str,
                 quick: bool, config_file: Path | None, sets: tuple[str, ...], system: str | None,
                 runs_dir: Path | None, wide: bool, target_qps: float | None,
                 expected_qps: float | None, batch_size: int | None, workers: int | None,
                 urls: tuple[str, ...],
                 dataset_path: str | None, model_path: str | None, compliance: str | None,
-                reference: Path | None, force: bool) -> int:
+                reference: Path | None, force: bool, stand_in: bool) -> int:
     """Run one benchmark scenario through LoadGen."""
     backend = backend_for_urls(backend, urls, given=backend is not None)  # type: ignore[assignment]
     flags = {
@@ -267,7 +270,7 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
     request = build_request(benchmark, scenario, backend, mode, round_name, quick, config_file,
                        list(sets), runs_dir, flags)
     request.compliance, request.reference, request.system = compliance, reference, system
-    request.force = force
+    request.force, request.stand_in = force, stand_in
     return _run_requests([request], wide)
 
 

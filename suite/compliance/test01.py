@@ -4,7 +4,10 @@ LoadGen logs a random sample of responses during a performance run
 (``accuracy_log_sampling_target``); each must equal the accuracy run's response for
 the same sample. If some differ (legitimate non-determinism), the rules allow a
 fallback: top-1 over the sampled set from the reference responses (baseline) and
-from the compliance responses must agree within ``accuracy_delta_percent``.
+from the compliance responses must agree within ``accuracy_delta_percent``. For a task
+card ``labels`` is a scorer (sampled responses -> (value, accuracy.txt lines)): the
+task's own score of each set, as the official fallback runs the benchmark's accuracy
+script on both logs.
 """
 
 from __future__ import annotations
@@ -101,14 +104,25 @@ class Test01:
     def _fallback(self, sampled: dict[int, list[bytes]], truth: dict[int, list[bytes]],
                   labels: Any, accuracy_dir: Path, lines: list[str], dtype: Any) -> bool:
         common = [idx for idx in sampled if idx in truth]
-        baseline = _top1({idx: _first(truth[idx][0], dtype) for idx in common}, labels)
-        observed = _top1({idx: _first(sampled[idx][0], dtype) for idx in common}, labels)
-        (accuracy_dir / "baseline_accuracy.txt").write_text(
-            f"accuracy={baseline:.3f}%, good={round(baseline * len(common) / 100)}, "
-            f"total={len(common)}\n")
-        (accuracy_dir / "compliance_accuracy.txt").write_text(
-            f"accuracy={observed:.3f}%, good={round(observed * len(common) / 100)}, "
-            f"total={len(common)}\n")
+        if callable(labels):  # a task card: its own score of the sampled responses
+            try:
+                baseline, base_lines = labels({idx: truth[idx][0] for idx in common})
+                observed, seen_lines = labels({idx: sampled[idx][0] for idx in common})
+            except Exception as exc:  # a task whose score needs every sample
+                lines.append(f"responses differ and the task cannot score the sampled set: "
+                             f"{type(exc).__name__}: {exc}")
+                return False
+            (accuracy_dir / "baseline_accuracy.txt").write_text("\n".join(base_lines) + "\n")
+            (accuracy_dir / "compliance_accuracy.txt").write_text("\n".join(seen_lines) + "\n")
+        else:
+            baseline = _top1({idx: _first(truth[idx][0], dtype) for idx in common}, labels)
+            observed = _top1({idx: _first(sampled[idx][0], dtype) for idx in common}, labels)
+            (accuracy_dir / "baseline_accuracy.txt").write_text(
+                f"accuracy={baseline:.3f}%, good={round(baseline * len(common) / 100)}, "
+                f"total={len(common)}\n")
+            (accuracy_dir / "compliance_accuracy.txt").write_text(
+                f"accuracy={observed:.3f}%, good={round(observed * len(common) / 100)}, "
+                f"total={len(common)}\n")
         delta = abs(1 - baseline / observed) * 100 if observed else float("inf")
         limit = float(self.table["accuracy_delta_percent"])
         lines += [

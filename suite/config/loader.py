@@ -93,6 +93,9 @@ class ConfigRequest:
     #: Run even when the pre-flight predicts an implausibly long test
     #: (``preflight.MAX_PREDICTED_S``); the linter then warns instead of refusing.
     force: bool = False
+    #: Run the card's stand-in (``--stand-in``): its task writes a small model and dataset
+    #: into the cache once; quick settings; never submittable.
+    stand_in: bool = False
 
 
 def default_system_name() -> str:
@@ -106,6 +109,9 @@ def tuned_settings_path(paths: Paths, system: str, backend: str) -> Path:
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", backend)
     return paths.systems / system / f"{safe}.toml"
 
+
+#: The samples a stand-in holds (``suite.harness.kinds.task`` writes it with as many).
+STAND_IN_SAMPLES = 48
 
 #: Round values that are minimums: the checker accepts more (``>=``, P-8 and P-9).
 _MINIMUMS = ("loadgen.min_duration_ms", "loadgen.min_query_count")
@@ -220,13 +226,15 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
         normal, _ = layers_from_table(
             read_toml(tuned_file), paths.label(tuned_file), ctx, True)
         layers += normal
-    if request.quick:
+    if request.quick or request.stand_in:
         layers += quick
     if request.config_file is not None:
         normal, _ = layers_from_table(
             read_toml(request.config_file), str(request.config_file), ctx, True
         )
         layers += normal
+    if request.stand_in:
+        layers.append(_stand_in_layer(request, paths, scenario))
     layers += [parse_set(item) for item in request.sets]
     layers += [(flag, {key: value}) for key, (value, flag) in request.flags.items()]
 
@@ -276,7 +284,27 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
         | {k: v for k, v in provenance.items() if k.startswith(option_prefix)},
         overridden_rules=overridden,
         compliance=request.compliance.upper() if request.compliance else None,
+        stand_in=request.stand_in,
         system=system,
         rules=run_rules,
     )
     return config, rules
+
+
+def _stand_in_layer(request: ConfigRequest, paths: Paths, scenario: Scenario) -> Layer:
+    """``--stand-in``: the card's stand-in (``paths.stand_in_dir`` in the state cache) as
+    the run's dataset and model, and settings that keep every scenario short whatever the
+    machine's speed: the stand-in's samples, no minimum duration, a fixed query count."""
+    from suite.config.model import STAND_IN_SEED
+    from suite.models import card_name
+    from suite.paths import stand_in_dir
+
+    root = stand_in_dir(paths.cache, card_name(request.benchmark), STAND_IN_SEED)
+    settings: dict[str, Any] = {
+        "data.dataset_dir": str(root / "dataset"), "data.model_path": str(root / "model.onnx"),
+        "loadgen.performance_sample_count": STAND_IN_SAMPLES, "loadgen.min_duration_ms": 0,
+        # LoadGen's early stopping needs >= 662 MultiStream queries (459 Server; 1 Offline
+        # query of these samples)
+        "loadgen.min_query_count": {Scenario.OFFLINE: 1024, Scenario.MULTI_STREAM: 700}.get(
+            scenario, 512)}
+    return "--stand-in", settings

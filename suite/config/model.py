@@ -102,6 +102,13 @@ class DataConfig(_Section):
         default="auto", description="input layout; auto: the model card's")
 
 
+#: Why a ``--stand-in`` run is never submittable (result.json, the console, reports, and
+#: ``suite check``'s unofficial verdict match this text).
+STAND_IN_REASON = "stand-in: not the reference model or dataset"
+#: The seed a card's stand-in is written with (``paths.stand_in_dir`` keys it).
+STAND_IN_SEED = 0
+
+
 class RunConfig(BaseModel):
     """The resolved, frozen configuration of one run, with provenance per key."""
 
@@ -122,6 +129,8 @@ class RunConfig(BaseModel):
     overridden_rules: dict[str, str]
     #: A compliance test (``TEST01``...) this run performs, or None.
     compliance: str | None = None
+    #: ``--stand-in``: the card's stand-in model and dataset (never submittable).
+    stand_in: bool = False
     #: The system whose tuned settings were looked up (``scenarios/systems/<system>/``).
     system: str = ""
     #: The round's rules for this benchmark and scenario, resolved once by ``load_config``;
@@ -140,6 +149,8 @@ class RunConfig(BaseModel):
     def non_submittable_reasons(self) -> list[str]:
         """Why a run with this config cannot be submitted (empty if it can)."""
         reasons = []
+        if self.stand_in:
+            reasons.append(STAND_IN_REASON)
         if self.quick:
             reasons.append("--quick shortens the run below the round's minimum duration")
         if self.backend == "simulated":

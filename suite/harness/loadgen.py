@@ -203,6 +203,31 @@ class Completer:
             self.completed += n
 
 
+class BytesCompleter(Completer):
+    """Completes samples whose responses are bytes of any length (a task card's
+    ``TensorTask.response``), one ``QuerySamplesComplete`` call per batch: the batch's
+    bytes are joined into one buffer that outlives the call. A failed or drained sample
+    is answered with one zero byte (``complete_empty``)."""
+
+    def __init__(self) -> None:
+        super().__init__(np.dtype(np.uint8))
+
+    def complete(self, ids: Sequence[int], responses: Sequence[bytes]) -> None:  # type: ignore[override]
+        """Complete ``ids[k]`` with ``responses[k]``."""
+        sizes = [len(r) for r in responses]
+        payload = np.frombuffer(b"".join(responses) or b"\0", dtype=np.uint8)
+        base, offset, out = payload.ctypes.data, 0, []
+        for qid, size in zip(ids, sizes, strict=True):
+            out.append(lg.QuerySampleResponse(qid, base + offset, size))
+            offset += size
+        lg.QuerySamplesComplete(out)
+        self.completed += len(out)
+
+    def single_index(self) -> None:
+        """No in-place index path: responses are bytes."""
+        return None
+
+
 class TokenCompleter:
     """LLM completions (``use_token_latencies``): int32 token ids, with ``n_tokens``.
 

@@ -52,6 +52,7 @@ from suite.harness.child_start import ChildStart
 from suite.harness.kinds import CompliancePlan, KindStrategy, Prepared
 from suite.harness.progress import ProgressCallback
 from suite.harness.runner import StageCallback, create_run_dir, run_in_child
+from suite.models import Kind
 from suite.paths import Paths, find_paths
 from suite.results import EXIT_CODES, RunResult, Status, TestResult, worst
 from suite.scenarios import Mode
@@ -88,6 +89,10 @@ def _preflight(request: ConfigRequest, paths: Paths,
         raise ConfigError(f"pre-flight: {where}{first.message}", hint=first.hint)
     config, rules = resolved
     strategy = kinds.for_benchmark(paths, config.benchmark)
+    if config.stand_in and strategy.kind is not Kind.TENSOR:
+        raise ConfigError(f"--stand-in: benchmark '{config.benchmark}' is a "
+                          f"{strategy.kind.value} card; stand-ins are task cards' (suite.tasks)",
+                          hint="drop --stand-in")
     _refuse_wrong_kind(config.benchmark, config.backend, strategy)
     # Missing packages, GPU or driver fail here, before a run directory or LoadGen.
     backends.ensure_available(config.backend, config.backend_options)

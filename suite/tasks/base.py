@@ -97,5 +97,18 @@ class TensorTask(Protocol):
 
 
 def stack(samples: Sequence[Arrays]) -> dict[str, npt.NDArray[Any]]:
-    """Samples' inputs stacked on a new batch axis (all samples share shapes)."""
+    """Samples' inputs stacked on a new batch axis (all samples share shapes).
+
+    The pipeline hands ``infer`` its staged batch, whose samples are already stacked
+    (``stacked()``): then that batch is returned as it is, with no per-sample work.
+    """
+    staged = getattr(samples, "stacked", None)
+    batch: dict[str, npt.NDArray[Any]] | None = staged() if callable(staged) else None
+    if batch is not None:
+        return batch
     return {name: np.stack([s[name] for s in samples]) for name in samples[0]}
+
+
+def split(outputs: Arrays, n: int) -> list[Arrays]:
+    """A batch's outputs (axis 0: the samples) as ``n`` per-sample dicts of views."""
+    return [{name: value[k] for name, value in outputs.items()} for k in range(n)]

@@ -5,6 +5,9 @@ reference model runs in the open division), the dataset is preprocessed into its
 before a run directory exists, the child builds the batching ``SystemUnderTest`` over a
 ``BackendBase``, accuracy is top-1 from LoadGen's accuracy log, and the compliance tests
 are TEST01 and TEST04 against a reference run.
+
+A task card (``[[inputs]]``/``[[outputs]]``, served by a ``suite.tasks`` module) takes the
+same stages through ``kinds.task_prepare`` (its dataset, SUT parts, scoring, stand-in).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from suite.errors import SuiteError
+from suite.errors import ConfigError, SuiteError
 from suite.harness.kinds.base import BuiltSut, CompliancePlan, KindStrategy, Prepared
 from suite.models import Kind, ModelCard, check_model, load_card, verify_model_file
 from suite.results import EXIT_CODES, RunResult, Status, TestResult
@@ -43,7 +46,20 @@ class TensorKind(KindStrategy):
                 ) -> TensorPrepared:
         from suite import datasets
 
-        card = load_card(paths, config.benchmark).with_model_path(config.data.model_path)
+        card = load_card(paths, config.benchmark)
+        if card.is_task_card:  # a suite.tasks module serves it (kinds.task)
+            from suite.harness.kinds.task_prepare import prepare_task
+
+            task, card, model, staged = prepare_task(config, paths, card)
+            reasons = (["open division: the model file is not the card's reference model"]
+                       if model.division == "open" and not config.stand_in else [])
+            return TaskPrepared(model, staged.total_count, reasons, card=card, dataset=staged,
+                                task=task, stand_in=config.stand_in)
+        if config.stand_in:
+            raise ConfigError(f"--stand-in: benchmark '{config.benchmark}' is no task card "
+                              "(suite.tasks): it has no stand-in",
+                              hint="drop --stand-in; digits runs with no download at all")
+        card = card.with_model_path(config.data.model_path)
         model = check_model(card, paths.cache)
         dataset = datasets.create(card, config.data,
                                   on_progress("preprocess") if on_progress else None)
@@ -62,6 +78,10 @@ class TensorKind(KindStrategy):
         from suite.postprocess import make_postprocess
 
         card, backend, info = load_model(home, config)
+        if card.is_task_card:
+            from suite.harness.kinds.task_prepare import build_task_sut
+
+            return build_task_sut(card, backend, info, config, enter, on_drain)
         record, backend_run = asdict(info), backend.run_record
         enter("opening dataset")
         # The parent built the preprocessing cache; here it is only opened.
@@ -109,7 +129,15 @@ class TensorPrepared(Prepared):
         compliance_run.guard(config, paths.home)
         reference = compliance_run.find_reference(config, check, request.reference)
         attempts = compliance_run.previous_attempts(config, check)
-        return _ReferencePlan(check, reference, attempts, config, *self._parts())
+        return _ReferencePlan(check, reference, attempts, config, *self.judged_by())
+
+    def judged_by(self) -> tuple[Any, Any]:
+        """(response dtype, labels) for the compliance verdict (TEST01's fallback); a task
+        card's are (None, a scorer of sampled responses)."""
+        from suite.postprocess import make_postprocess
+
+        card, dataset = self._parts()
+        return make_postprocess(card)[1], dataset.labels
 
     def score(self, test: TestResult, config: RunConfig) -> TestResult:
         from suite.accuracy import score_top1
@@ -129,16 +157,39 @@ class TensorPrepared(Prepared):
         return test.model_copy(update={"accuracy": accuracy, "status": status})
 
 
+@dataclass
+class TaskPrepared(TensorPrepared):
+    """A task card's run (``kinds.task_prepare``): scored by its task, TEST01's fallback
+    by the task's score, the stand-in marked on the dataset's record."""
+
+    task: Any = None
+    stand_in: bool = False
+
+    def describe_dataset(self) -> dict[str, Any]:
+        described = super().describe_dataset()
+        return {**described, "stand_in": True} if self.stand_in else described
+
+    def judged_by(self) -> tuple[Any, Any]:
+        from suite.harness.kinds.task_prepare import scorer
+
+        return None, scorer(self.task, self._parts()[1])
+
+    def score(self, test: TestResult, config: RunConfig) -> TestResult:
+        from suite.harness.kinds.task_prepare import score_test
+
+        return score_test(test, config, self.task, self._parts()[1], self.stand_in)
+
+
 class _ReferencePlan(CompliancePlan):
     """TEST01 or TEST04: the run's LoadGen test under the test's audit.config, then its
     result compared with the reference run's."""
 
     def __init__(self, check: ComplianceTest, reference: RunResult, attempts: list[str],
-                 config: RunConfig, card: ModelCard, dataset: InMemoryDataset) -> None:
+                 config: RunConfig, response_dtype: Any, labels: Any) -> None:
         self.name = check.name
         self.check, self.reference, self.attempts = check, reference, attempts
         self.loadgen_model = config.resolved_rules.benchmark.loadgen_model
-        self.card, self.dataset = card, dataset
+        self.response_dtype, self.labels = response_dtype, labels
 
     @contextlib.contextmanager
     def audit_config(self, test_dir: Path) -> Iterator[Path | None]:
@@ -151,12 +202,10 @@ class _ReferencePlan(CompliancePlan):
 
     def judge_result(self, result: RunResult, run_dir: Path) -> RunResult:
         from suite.compliance import run as compliance_run
-        from suite.postprocess import make_postprocess
 
-        _, response_dtype = make_postprocess(self.card)
         try:
             outcome = compliance_run.verdict(self.check, self.reference, result, run_dir,
-                                             response_dtype, self.dataset.labels,
+                                             self.response_dtype, self.labels,
                                              self.attempts)
         except (OSError, ValueError, KeyError) as exc:
             raise SuiteError(f"{self.check.name} verification failed in {run_dir}: "

@@ -45,8 +45,9 @@ ROUND_TREE_RULES = {RuleId.PERF_TOKEN_LATENCIES, RuleId.PERF_TOKEN_BOUNDS,
 
 
 #: Rules of a run directory, not of a tree: a FAILED run's own record
-#: (tests/integration/test_openai_untrusted_engine.py fails one, and checks it).
-RUN_DIR_RULES = {RuleId.RUN_STATUS}
+#: (tests/integration/test_openai_untrusted_engine.py fails one, and checks it), and a
+#: --stand-in run's (tests/integration/test_task_pipeline.py checks one).
+RUN_DIR_RULES = {RuleId.RUN_STATUS, RuleId.RUN_STAND_IN}
 
 
 #: Rules of endpoint-format results: tests/unit/checker/test_endpoints_format.py fails each.

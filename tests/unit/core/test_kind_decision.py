@@ -56,3 +56,12 @@ def test_cards_map_to_their_kinds() -> None:
     assert for_benchmark(paths, "tinylm-interactive").kind is Kind.TEXT_GENERATION
     assert card_kind(paths, "llama2-70b-99.9") is Kind.TEXT_GENERATION
     assert card_kind(paths, "no-such-card") is Kind.TENSOR  # its loader names what is wrong
+
+
+def test_a_cards_task_implementation_is_resolved_in_one_place() -> None:
+    # A task card is a tensor card (card_kind); which TensorTask serves it is resolved
+    # from the parsed card's ``task`` by kinds.task.task_spec alone, never by a second
+    # reader of the card or of suite.tasks.TASKS.
+    users = sorted(name for name, text in _sources().items()
+                   if re.search(r"\bTASKS\b", text) and not name.startswith("suite/tasks/"))
+    assert users == ["suite/harness/kinds/task.py"]
