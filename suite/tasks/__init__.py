@@ -12,4 +12,6 @@ on use.
 from __future__ import annotations
 
 #: A card's ``task`` -> ``"module:Class"`` implementing ``TensorTask``.
-TASKS: dict[str, str] = {}
+TASKS: dict[str, str] = {
+    "question-answering": "suite.tasks.squad:SquadTask",
+}
