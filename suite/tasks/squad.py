@@ -49,7 +49,7 @@ VOCAB_DIR = "bert_tf_v1_1_large_fp32_384_v2"
 INPUTS = ("input_ids", "input_mask", "segment_ids")
 OUTPUTS = ("output_start_logits", "output_end_logits")
 #: Bumped when the cached features' layout changes.
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 
 def options_from(card: Any) -> Options:
@@ -164,20 +164,27 @@ class SquadTask:
             return None
         try:
             with path.open("rb") as handle:
-                built = pickle.load(handle)  # our own file, keyed by the inputs' sha256
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+                stored = pickle.load(handle)  # our own file, keyed by the inputs' sha256
+            examples, features, ids, mask, segments = stored
+            return Features(examples, features, ids.astype(np.int64),
+                            mask.astype(np.int64), segments.astype(np.int64))
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
+                TypeError, ValueError):
             return None  # unreadable or from another layout: rebuilt and rewritten
-        return built if isinstance(built, Features) else None
 
     def _store(self, sha: Mapping[str, str], options: Options, count: int | None,
                built: Features) -> None:
         path = self._cache_path(sha, options, count)
         if path is None:
             return
+        ids = built.input_ids  # stored narrow: a vocabulary of 30,522 fits 16 bits
+        narrow = ids.astype(np.uint16) if ids.size and ids.max() < 1 << 16 else ids
+        stored = (built.examples, built.features, narrow,
+                  built.input_mask.astype(np.uint8), built.segment_ids.astype(np.uint8))
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
         with partial.open("wb") as handle:
-            pickle.dump(built, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(stored, handle, protocol=pickle.HIGHEST_PROTOCOL)
         partial.replace(path)
 
     def infer(self, call: ModelCall, samples: Sequence[Arrays]) -> list[Arrays]:

@@ -164,6 +164,8 @@ def _spans(pieces: int, room: int, stride: int) -> list[tuple[int, int]]:
 
 def _best_spans(spans: Sequence[tuple[int, int]], pieces: int) -> npt.NDArray[np.intp]:
     """For each context piece, the span giving it the most context (first on a tie)."""
+    if len(spans) == 1:
+        return np.zeros(pieces, dtype=np.intp)
     position = np.arange(pieces)
     scores = np.full((len(spans), pieces), -np.inf)
     for index, (start, length) in enumerate(spans):

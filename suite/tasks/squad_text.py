@@ -13,13 +13,16 @@ rules; nothing here is imported from the reference.
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 from suite.errors import DatasetError
 
 #: The special tokens every BERT vocabulary holds.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+_SPECIAL = re.compile("(" + "|".join(re.escape(token) for token in SPECIAL_TOKENS) + ")")
 #: A word longer than this is one ``[UNK]`` (WordPiece's ``max_input_chars_per_word``).
 MAX_WORD_CHARS = 100
 
@@ -65,55 +68,68 @@ def _is_punctuation(char: str) -> bool:
     return unicodedata.category(char).startswith("P")
 
 
-def _is_cjk(code: int) -> bool:
-    return any(low <= code <= high for low, high in _CJK_RANGES)
+def _cleaned(char: str) -> str | None:
+    code = ord(char)
+    if code == 0 or code == 0xFFFD or _is_control(char):
+        return None
+    if _is_whitespace(char):
+        return " "
+    if any(low <= code <= high for low, high in _CJK_RANGES):
+        return f" {char} "
+    return char
 
 
-def _strip_accents(text: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFD", text)
-                   if unicodedata.category(c) != "Mn")
+class _CharTable(dict[int, "str | None"]):
+    """A ``str.translate`` table filled on first sight of each character."""
+
+    def __init__(self, rule: Callable[[str], str | None]) -> None:
+        super().__init__()
+        self.rule = rule
+
+    def __missing__(self, code: int) -> str | None:
+        value = self[code] = self.rule(chr(code))
+        return value
 
 
-def _split_punctuation(word: str) -> list[str]:
-    pieces: list[str] = []
-    current = ""
-    for char in word:
-        if _is_punctuation(char):
-            if current:
-                pieces.append(current)
-                current = ""
-            pieces.append(char)
-        else:
-            current += char
-    if current:
-        pieces.append(current)
-    return pieces
+#: control characters dropped, whitespace to a space, CJK ideographs spaced out
+_CLEAN = _CharTable(_cleaned)
+#: combining marks (Mn) dropped, after NFD: the accents
+_MARKS = _CharTable(lambda char: None if unicodedata.category(char) == "Mn" else char)
+#: punctuation spaced out: split off by the whitespace split that follows
+_PUNCT = _CharTable(lambda char: f" {char} " if _is_punctuation(char) else char)
+
+
+def _normalized(text: str, lower_case: bool) -> list[str]:
+    """Words of ``text`` (no special token among them) lower-cased, accent-stripped
+    and with punctuation split off. Lower-casing and NFD act on each character (the
+    final-sigma rule never looks across a space), so whole text and word by word agree."""
+    if lower_case:
+        text = text.lower()
+        if not text.isascii():
+            text = unicodedata.normalize("NFD", text).translate(_MARKS)
+    return text.translate(_PUNCT).split()
 
 
 def basic_tokenize(text: str, lower_case: bool = True) -> list[str]:
     """BERT's basic tokenizer: cleaned, CJK-spaced, whitespace-split, lower-cased and
-    accent-stripped (``lower_case``), with punctuation split off."""
-    cleaned: list[str] = []
-    for char in text:
-        code = ord(char)
-        if code == 0 or code == 0xFFFD or _is_control(char):
-            continue
-        if _is_whitespace(char):
-            cleaned.append(" ")
-        elif _is_cjk(code):
-            cleaned.extend((" ", char, " "))
-        else:
-            cleaned.append(char)
+    accent-stripped (``lower_case``), with punctuation split off; a word that is a
+    special token (``[SEP]``) is kept whole."""
+    text = text.translate(_CLEAN)
+    words = text.split()
+    if not any(word in SPECIAL_TOKENS for word in words):
+        return _normalized(text, lower_case)
     tokens: list[str] = []
-    for word in "".join(cleaned).split():
-        if lower_case:
-            word = _strip_accents(word.lower())
-        tokens.extend(_split_punctuation(word))
-    return [token for token in tokens if token]  # a word of combining marks only: none
+    for word in words:
+        tokens.extend([word] if word in SPECIAL_TOKENS else _normalized(word, lower_case))
+    return tokens
 
 
 class WordPiece:
     """The full tokenizer: basic tokenization then WordPiece over ``vocab``.
+
+    As the reference's tokenizer for features (transformers' ``BertTokenizer``), a
+    special token is split out of the text wherever it appears (``a[SEP]b``: ``a``,
+    ``[SEP]``, ``b``) and kept as it is.
 
     Words are memoised: a SQuAD context is tokenized one whitespace word at a time, and
     the same words recur across the 10,570 questions' contexts.
@@ -122,20 +138,31 @@ class WordPiece:
     def __init__(self, vocab: dict[str, int], lower_case: bool = True) -> None:
         self.vocab = vocab
         self.lower_case = lower_case
+        self._texts: dict[str, list[str]] = {}
         self._words: dict[str, list[str]] = {}
 
     def tokenize(self, text: str) -> list[str]:
         """``text``'s WordPiece tokens."""
-        known = self._words.get(text)
+        known = self._texts.get(text)
         if known is not None:
             return known
         pieces: list[str] = []
-        for word in basic_tokenize(text, self.lower_case):
-            pieces.extend(self._word_pieces(word))
-        self._words[text] = pieces
+        for part in _SPECIAL.split(text):
+            if part in SPECIAL_TOKENS:
+                pieces.append(part)
+                continue
+            for word in basic_tokenize(part, self.lower_case):
+                pieces.extend(self._word_pieces(word))
+        self._texts[text] = pieces
         return pieces
 
     def _word_pieces(self, word: str) -> list[str]:
+        known = self._words.get(word)
+        if known is None:
+            known = self._words[word] = self._greedy(word)
+        return known
+
+    def _greedy(self, word: str) -> list[str]:
         if len(word) > MAX_WORD_CHARS:
             return ["[UNK]"]
         pieces: list[str] = []

@@ -7,10 +7,12 @@ test_squad.py`` says how they were obtained).
 Cases: accents and a non-ASCII letter in names, a dash and parentheses around dates,
 no-break space (U+00A0, a BERT whitespace but not a SQuAD word break), narrow no-break
 space (U+202F, a SQuAD word break), a tab and a newline, CJK characters, a zero-width space
-and a control character (dropped by the tokenizer), a 120-letter word and words missing
-from the vocabulary ([UNK]), words split into ``##`` pieces, a double space, a question
-longer than 64 pieces (truncated), and a context of 553 pieces that needs three
-384-token windows, with answers inside the windows' overlaps and across a window's edge.
+and a control character (dropped by the tokenizer), a 120-letter word, special tokens
+written in the text (``[SEP]`` alone, and ``[MASK]`` inside a word, which the reference's
+transformers tokenizer splits out), words missing from the vocabulary ([UNK]), words
+split into ``##`` pieces, a double space, a question longer than 64 pieces (truncated),
+and a context of 553 pieces that needs three 384-token windows, with answers inside the
+windows' overlaps and across a window's edge.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ CURIE = ("Marie Skłodowska-Curie (7 November 1867 – 4 July 1934) was a Polish
          "scientific fields.")
 CAFE = ("The café\u202fRené in Zürich\tserved crème brûlée;\nits owner, Jean-Luc O'Neill, "
         "spoke 日本語 and wrote \"Ünïcödé\" signs.  Prices:\u00a0$4.50 (tax incl.) at the "
-        "zero\u200bwidth bar, bell\x07 ringing, and one " + "super" * 24 + " word.")
+        "zero\u200bwidth bar, bell\x07 ringing, and one " + "super" * 24 + " word, "
+        "a [SEP] sign and a[MASK]bar.")
 STATIONS = ("Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel",
             "India", "Juliett", "Kilo", "Lima", "Mike", "November", "Oscar", "Papa")
 

@@ -9,9 +9,10 @@ pinned commit b03375bd, in a scratch directory outside the repository:
 * features: ``read_squad_examples`` + ``convert_examples_to_features`` (max_seq_length 384,
   doc_stride 128, max_query_length 64, ``is_training=False``), as ``squad_QSL.py`` calls
   them, with transformers 5.24's ``BertTokenizer(vocab.txt)`` (what ``squad_QSL.py``
-  uses) and with DeepLearningExamples' ``BertTokenizer``: both gave the same 27
-  features. FEATURES_SHA256 is the sha256 of ``input_ids``, ``input_mask`` and
-  ``segment_ids`` (int64 [27, 384], concatenated bytes); LAYOUT_SHA256 the sha256 of
+  uses): 27 features. (DeepLearningExamples' own ``BertTokenizer`` gives the same ones
+  but for ``a[MASK]bar``, which it does not split.) FEATURES_SHA256 is the sha256 of
+  ``input_ids``, ``input_mask`` and ``segment_ids`` (int64 [27, 384], concatenated
+  bytes); LAYOUT_SHA256 the sha256 of
   ``json.dumps([[example_index, doc_span_index, sorted(token_to_orig_map.items()),
   sorted(token_is_max_context.items()), tokens], ...], ensure_ascii=False)``.
 * accuracy: ``python accuracy-squad.py --vocab_file fx/vocab.txt --val_data
@@ -20,6 +21,8 @@ pinned commit b03375bd, in a scratch directory outside the repository:
   ``squad_fixture.accuracy_log(squad_fixture.logits(27, PEAKS))`` writes, printed
   FULL_LOG_LINE and wrote the predictions in PREDICTIONS; on the same log without windows
   13 and 20 and with window 0's response cut to its 82 tokens, PARTIAL_LOG_LINE.
+* de-tokenization: FINAL_TEXTS are what ``get_final_text(pred, orig, True)``, imported
+  from the same ``accuracy-squad.py``, returned.
 """
 
 from __future__ import annotations
@@ -39,13 +42,13 @@ import pytest
 from suite.errors import ConfigError, DatasetError, ModelError
 from suite.tasks import TASKS
 from suite.tasks.squad import INPUTS, OUTPUTS, SquadData, SquadTask, options_from
-from suite.tasks.squad_eval import decode_logits, predict
+from suite.tasks.squad_eval import decode_logits, final_text, predict
 from suite.tasks.squad_features import Options
 from tests.conftest import REPO
 from tests.support import squad_fixture
 
-FEATURES_SHA256 = "3cfe6f18d9cff3a644f1b57d764e220a9c5447ff3f08d05880f58164733c5d52"
-LAYOUT_SHA256 = "dccf8afa208e6840c61ab6ed5e86fd4979e43b1c0eb9fc1678eaaf08e36aa70e"
+FEATURES_SHA256 = "def7d17cc227697b8423fbc6d6a4412aff45fafb12a788eddefd294c20cba16a"
+LAYOUT_SHA256 = "92bd1f5f988e53b115dab3e47c1725e38274a1504f52f7e2e5905c78c7e1d43c"
 #: window -> (start, end) positions given a +20 logit (see squad_fixture.logits)
 PEAKS = {0: (13, 16), 2: (39, 41), 3: (20, 25), 4: (39, 42), 5: (29, 31), 6: (44, 47),
          10: (100, 103), 13: (169, 172), 15: (377, 383), 16: (249, 259), 19: (284, 287),
@@ -69,6 +72,21 @@ PREDICTIONS = {
               "recorded 21 storms. In",      # the peak has its end before its start
     "exp-long-question": "Kilo-10,",            # question cut to 64 pieces
 }
+
+#: (predicted pieces' text, original words) -> the reference's get_final_text
+FINAL_TEXTS = [
+    ("steve smith", "Steve Smith's", "Steve Smith"),
+    ("sep sign", "[SEP] sign", "[SEP] sign"),      # no match: [SEP] stays whole
+    ("[SEP] sign", "a [SEP] sign", "[SEP] sign"),
+    ("1895", "(1895-1943).", "1895"),
+    ("cafe", "Café,", "Café"),
+    ("marie sk", "Marie Skłodowska", "Marie Sk"),
+    ("x", "y", "y"),                                # no match: the original words
+    ("o ' neill", "O'Neill,", "O'Neill"),
+    ("日 本", "日本語", "日本"),
+    ("a", "\u00a0a", "\u00a0a"),                    # lengths differ: the original words
+    ("istanbul", "İstanbul.", "İstanbul"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +172,11 @@ def test_predictions_are_the_references(data: SquadData) -> None:
         logits = [decode_logits(responses[i], 384) for i in windows]
         text = predict(example, [built.features[i] for i in windows], logits, data.options)
         assert text == PREDICTIONS[example.qas_id], example.qas_id
+
+
+@pytest.mark.parametrize(("predicted", "original", "expected"), FINAL_TEXTS)
+def test_final_text_is_the_references(predicted: str, original: str, expected: str) -> None:
+    assert final_text(predicted, original) == expected
 
 
 def test_score_with_missing_windows_and_a_short_response(data: SquadData) -> None:
