@@ -66,11 +66,12 @@ def _best_span(features: Sequence[Feature], logits: Sequence[npt.NDArray[np.floa
         span = ends[None, :] - starts[:, None] + 1
         valid = (start_ok[:, None] & end_ok[None, :] & (span >= 1)
                  & (span <= options.max_answer_length))
-        if not valid.any():
+        candidates = np.flatnonzero(valid)  # row-major: start rank, then end rank
+        if not len(candidates):
             continue
-        scores = np.where(valid, pair[starts, 0][:, None] + pair[ends, 1][None, :], -np.inf)
-        flat = int(np.argmax(scores))  # the first of equal scores, as the stable sort
-        score = float(scores.flat[flat])
+        scores = (pair[starts, 0][:, None] + pair[ends, 1][None, :]).ravel()[candidates]
+        chosen = int(np.argmax(scores))  # the first of equal scores, as the stable sort
+        flat, score = int(candidates[chosen]), float(scores[chosen])
         if best is None or score > best_score:
             best_score = score
             best = (window, int(starts[flat // len(ends)]), int(ends[flat % len(ends)]))
