@@ -110,6 +110,13 @@ def _normalized(text: str, lower_case: bool) -> list[str]:
     return text.translate(_PUNCT).split()
 
 
+def _lower_each(text: str) -> str:
+    """``text`` lower-cased one character at a time: a capital sigma is always ``σ``,
+    never the final ``ς`` that ``str.lower`` writes at a word's end (the only
+    context-dependent rule of ``str.lower``)."""
+    return "".join(char.lower() for char in text) if "\u03a3" in text else text.lower()
+
+
 def basic_tokenize(text: str, lower_case: bool = True) -> list[str]:
     """BERT's basic tokenizer: cleaned, CJK-spaced, whitespace-split, lower-cased and
     accent-stripped (``lower_case``), with punctuation split off; a word that is a
@@ -129,7 +136,9 @@ class WordPiece:
 
     As the reference's tokenizer for features (transformers' ``BertTokenizer``), a
     special token is split out of the text wherever it appears (``a[SEP]b``: ``a``,
-    ``[SEP]``, ``b``) and kept as it is.
+    ``[SEP]``, ``b``) and kept as it is, and the rest is lower-cased one character at a
+    time before basic tokenization (``ΟΔΟΣ``: ``οδοσ``; ``accuracy-squad.py``'s
+    ``get_final_text`` lower-cases whole words: ``οδος``).
 
     Words are memoised: a SQuAD context is tokenized one whitespace word at a time, and
     the same words recur across the 10,570 questions' contexts.
@@ -151,6 +160,8 @@ class WordPiece:
             if part in SPECIAL_TOKENS:
                 pieces.append(part)
                 continue
+            if self.lower_case:  # character by character, as the reference's tokenizer
+                part = _lower_each(part)
             for word in basic_tokenize(part, self.lower_case):
                 pieces.extend(self._word_pieces(word))
         self._texts[text] = pieces
