@@ -47,7 +47,7 @@ _MAX_SEQ = Options().max_seq_length
 
 def _vocab() -> list[str]:
     words = [*SPECIAL_TOKENS, *_PUNCT, "which", "name", "comes", "after", "word",
-             *_FIRST, *_LAST, *_FILLER]
+             *_FIRST, *_LAST, *_FILLER, *(stem for stem, _ in _SPLIT)]
     words += sorted({f"##{suffix}" for _, suffix in _SPLIT})
     return list(dict.fromkeys(words))
 
@@ -73,11 +73,13 @@ def _paragraph(rng: random.Random, words: int, names: int) -> tuple[str, list[di
     for index, token in enumerate(tokens):
         starts.append(len(text))
         text += token + ("  " if index % 17 == 16 else " ")  # some double spaces
-    questions: list[dict[str, object]] = [{"id": "",  # numbered across the file by _dataset
-                  "question": f"Which name comes after the word '{before}'?",
-                  "answers": [{"text": name, "answer_start": starts[index]},
-                              {"text": name.split()[-1], "answer_start": starts[index + 1]}]}
-                 for index, name, before in answers]
+    questions: list[dict[str, object]] = []
+    for index, name, before in answers:
+        questions.append({
+            "id": "",  # numbered across the file by _dataset
+            "question": f"Which name comes after the word '{before}'?",
+            "answers": [{"text": name, "answer_start": starts[index]},
+                        {"text": name.split()[-1], "answer_start": starts[index + 1]}]})
     return text.rstrip(), questions
 
 
