@@ -17,4 +17,5 @@ TASKS: dict[str, str] = {
     "segmentation-3d": "suite.tasks.kits19:Kits19Task",
     "object-detection-yolo": "suite.tasks.yolo:YoloTask",
     "object-detection-openimages": "suite.tasks.openimages:RetinanetTask",
+    "question-answering": "suite.tasks.squad:SquadTask",
 }
