@@ -142,7 +142,7 @@ class AccuracySpec(_Card):
     metric: str
     unit: str = "percent"
     reference_fp32: float
-    closed_target: float | None = None
+    closed_target: float | dict[str, float] | None = None  # by benchmark where levels differ
 
 
 class ModelCard(_Card):

@@ -213,12 +213,15 @@ class BytesCompleter(Completer):
         super().__init__(np.dtype(np.uint8))
 
     def complete(self, ids: Sequence[int], responses: Sequence[bytes]) -> None:  # type: ignore[override]
-        """Complete ``ids[k]`` with ``responses[k]``."""
+        """Complete ``ids[k]`` with ``responses[k]``, with its output-token count where the
+        responses carry ``n_tokens`` (a task under LoadGen's token latencies: whisper)."""
         sizes = [len(r) for r in responses]
+        counts: Sequence[int] | None = getattr(responses, "n_tokens", None)
         payload = np.frombuffer(b"".join(responses) or b"\0", dtype=np.uint8)
         base, offset, out = payload.ctypes.data, 0, []
-        for qid, size in zip(ids, sizes, strict=True):
-            out.append(lg.QuerySampleResponse(qid, base + offset, size))
+        for k, (qid, size) in enumerate(zip(ids, sizes, strict=True)):
+            out.append(lg.QuerySampleResponse(qid, base + offset, size) if counts is None
+                       else lg.QuerySampleResponse(qid, base + offset, size, counts[k]))
             offset += size
         lg.QuerySamplesComplete(out)
         self.completed += len(out)

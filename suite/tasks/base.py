@@ -54,7 +54,9 @@ class StandIn:
 class TaskData(Protocol):
     """An opened dataset: the query sample library of one task."""
 
-    #: Samples LoadGen may issue (QSL size).
+    #: Samples LoadGen may issue (QSL size). A ``varying_shapes = True`` attribute (optional)
+    #: says samples differ in shape from each other and from the model's tensor (3d-unet's
+    #: volumes): the pipeline then stages them one by one.
     total_count: int
 
     def inputs(self, index: int) -> dict[str, npt.NDArray[Any]]:

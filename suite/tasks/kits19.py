@@ -171,6 +171,9 @@ def read_case(case: Case) -> tuple[Floats, Labels]:
 class Kits19Data:
     """The opened KiTS19 set: cases in QSL order, each read from its pickle on use."""
 
+    #: Volumes differ in shape (each side >= 128, a multiple of 64): staged one by one.
+    varying_shapes = True
+
     def __init__(self, dataset_dir: Path, cases: list[Case]) -> None:
         self.dataset_dir = dataset_dir
         self.cases = cases

@@ -207,7 +207,8 @@ def _model_dir(card: Any, dataset_dir: Path) -> Path:
     model_path = getattr(card, "model_path", None)
     if model_path is None:
         return dataset_dir
-    path = Path(os.fspath(model_path))
+    # resolved: a linked model file (the stand-in's) has its tokenizer beside its target
+    path = Path(os.fspath(model_path)).resolve()
     return path if path.is_dir() else path.parent
 
 

@@ -97,10 +97,17 @@ def _templates() -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     return weight, bias
 
 
+#: What the silent clip decodes to before <|endoftext|>: LoadGen's token latencies need two
+#: tokens at least a sample (as a real whisper says something on silence), and the
+#: reference's response keeps letters, space and apostrophe only, so it logs nothing.
+FIRST_ON_SILENCE = "."
+
+
 def _vocab() -> dict[str, int]:
+    specials = (EOS_TOKEN, *PROMPT_TOKENS)
     return {**{w: i for i, w in enumerate((*WORDS, *NEVER_SAID))},
-            **{t: len(WORDS) + len(NEVER_SAID) + i
-               for i, t in enumerate((EOS_TOKEN, *PROMPT_TOKENS))}}
+            **{t: len(WORDS) + len(NEVER_SAID) + i for i, t in enumerate(specials)},
+            FIRST_ON_SILENCE: len(WORDS) + len(NEVER_SAID) + len(specials)}
 
 
 def _model(path: Path) -> None:
@@ -114,10 +121,14 @@ def _model(path: Path) -> None:
     w_full[:, : len(WORDS)], w_full[:, eos] = weight[:, :-1], weight[:, -1]
     b_full = np.full(size, -1e9, dtype=np.float32)  # never said, specials: never chosen
     b_full[: len(WORDS)], b_full[eos] = bias[:-1], bias[-1]
+    # "." scores as <|endoftext|> does, and stands in for it at the first step only.
+    dot = vocab[FIRST_ON_SILENCE]
+    w_full[:, dot], b_full[dot] = w_full[:, eos], b_full[eos]
     # The row read past the last window: <|endoftext|> only.
     tail = np.zeros((WINDOWS + 1, size), dtype=np.float32)
     tail[WINDOWS] = -1e9
     tail[WINDOWS, eos] = 0.0
+    tail[0, eos], tail[1:, dot] = -1e9, -1e9
 
     def const(name: str, value: npt.NDArray[Any]) -> Any:
         return numpy_helper.from_array(value, name)

@@ -173,13 +173,23 @@ class TaskBackend(BackendBase):
         self.inner.close()
 
 
+class ResponseBytes(list[bytes]):
+    """A batch's response bytes; ``n_tokens`` where the task counts output tokens (whisper:
+    LoadGen's token latencies want each sample's count, as the reference SUT sends it)."""
+
+    n_tokens: list[int] | None = None
+
+
 def responses(task: TensorTask) -> Callable[[Any], list[bytes]]:
     """The SUT's postprocess for a task card: each sample's response bytes."""
     response = task.response
 
     def postprocess(outputs: TaskOutputs) -> list[bytes]:
-        return [response(index, out) for index, out in zip(outputs.indices, outputs.outputs,
-                                                           strict=True)]
+        out = ResponseBytes(response(index, one) for index, one in
+                            zip(outputs.indices, outputs.outputs, strict=True))
+        if outputs.outputs and all("n_tokens" in one for one in outputs.outputs):
+            out.n_tokens = [int(one["n_tokens"]) for one in outputs.outputs]
+        return out
 
     return postprocess
 

@@ -85,16 +85,27 @@ class TaskDataset(InMemoryDataset):
     def __init__(self, card: ModelCard, data: Any) -> None:
         self.data = data
         self.name = card.dataset.name
-        self.names = tuple(spec.name for spec in card.inputs)
         total = int(data.total_count)
         if total <= 0:
             raise DatasetError(f"{card.card_path}: the dataset '{card.dataset.name}' has no "
                                "samples", hint="check data.dataset_dir")
+        # The inputs a sample carries: the card's [[inputs]] the task gives per sample (a
+        # task may make the others in its ``infer``: whisper's decoder ids).
+        given = data.inputs(0)
+        self.names = tuple(spec.name for spec in card.inputs if spec.name in given)
+        if not self.names:
+            raise DatasetError(f"{self.name}: sample 0 has none of the card's inputs "
+                               f"{[spec.name for spec in card.inputs]} (it has {sorted(given)})",
+                               hint="the task's inputs must carry the [[inputs]] names")
         first = self._inputs(0)
         #: Sample 0's inputs: what a warm-up batch stands for.
         self.warm: Inputs = first
-        fixed = all(-1 not in spec.shape[1:] and tuple(spec.shape[1:]) == first[spec.name].shape
-                    for spec in card.inputs)
+        specs = [spec for spec in card.inputs if spec.name in self.names]
+        # ``varying_shapes``: the task's samples differ in shape from each other and from the
+        # model's tensor (3d-unet's volumes, cut into the model's 128^3 windows by ``infer``).
+        fixed = not getattr(data, "varying_shapes", False) and all(
+            -1 not in spec.shape[1:] and tuple(spec.shape[1:]) == first[spec.name].shape
+            for spec in specs)
         dtype = (np.dtype([(QSL_FIELD, np.int64), *(
             (name, first[name].dtype, first[name].shape) for name in self.names)])
             if fixed else np.dtype(object))
