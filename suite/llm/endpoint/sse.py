@@ -4,9 +4,10 @@
 (``http_pool.Exchange``): the parser hands it each piece of the body, it splits the
 pieces into lines (one Python-level step per piece, not per line or byte), decodes each
 ``data:`` line (orjson where installed) into a ``StreamState`` with ``read_event``, and
-``data: [DONE]`` ends it. It also judges the request's timeouts when its client's sweep asks
-(``check``): no data for the first-byte timeout, or longer than the total, aborts the
-connection. How a request ended goes to its
+``data: [DONE]`` ends it (or, for an engine known to send none, the response's end after
+an event with ``finish_reason``: ``Client.end_without_done``). It also judges the
+request's timeouts when its client's sweep asks (``check``): no data for the first-byte
+timeout, or longer than the total, aborts the connection. How a request ended goes to its
 client once (``report``); when it no longer holds a connection it is ``settle``d.
 """
 
@@ -87,10 +88,12 @@ class Client(Protocol):
     time: Callable[[], float]  # the loop's clock
     timeouts: tuple[float, float]  # (first byte, total), seconds
     cap: int  # the most output tokens a response may carry (the card's max_new_tokens)
+    end_without_done: bool  # the engine is known to end its streams without [DONE]
 
     def first(self, request: SseRequest) -> bool: ...
     def watch(self, request: SseRequest) -> None: ...
     def report(self, request: SseRequest, error: BaseException | None) -> None: ...
+    def count(self, rule: str) -> None: ...
     def settle(self, request: SseRequest) -> None: ...
 
 
@@ -165,6 +168,11 @@ class SseRequest:
                     state.first_sent = self.client.first(self)
 
     def complete(self) -> None:
+        if (not self.reported and self.status == 200 and self.client.end_without_done
+                and self.state.finish_reason and not self.rest.strip()):
+            # The engine's known end (no [DONE]): its last event said how it finished.
+            self.client.count("ended_without_done")
+            self.client.report(self, None)
         if not self.reported:
             self.client.report(self, self._http_error() or StreamError(
                 f"the stream ended after {self.state.chunks} events without "
