@@ -18,6 +18,11 @@ The rules (``RULES``), each found on ``transformers serve`` 5.24 (``docs/llm-end
 * a stream that ends without ``data: [DONE]`` after an event with ``finish_reason``,
   only from an engine the probe identified as one known to send none
   (``ENDS_WITHOUT_DONE``): the response's end ends it (``end_without_done``).
+
+And one reconciliation, on every response (``sse.with_eos``): with ``tokenizer`` ids, a stream
+that ended on ``stop`` with usage exactly one above its text's ids ended on EOS, which the
+engine counts and its text omits (decoded without special tokens); EOS is appended, as the
+reference keeps it in its output (``suite.llm.generation``).
 """
 
 from __future__ import annotations
@@ -98,3 +103,4 @@ def learn(settings: ClientSettings, engine: str, adaptable: frozenset[str],
                      if ": HTTP " in message else rule.note)
         settings = option_changes(settings, rule.option, rule.value, settings.min_tokens)
     return settings
+

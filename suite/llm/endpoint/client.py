@@ -24,18 +24,11 @@ Token ids, in this order of preference (``TokenSource``):
   ``transformers serve``).
 
 When the server reports usage (``stream_options.include_usage``), a completion-token
-count that differs from the ids received is an error, not a warning, with one
-reconciliation: with ``tokenizer`` ids, a stream that ended on ``stop`` with usage one
-above the text's ids ended on EOS, which the engine counts but its text omits
-(``transformers serve``); EOS is appended to the ids, as the reference keeps it in its
-output, and counted (``reconciled``). A stream without ``data: [DONE]`` ends at the
-response's end only where the probe found the engine known to send none
-(``end_without_done``), after an event with ``finish_reason``; counted too. Every failure
-(connection, HTTP status, timeout, malformed event, a count that disagrees) is reported
-once, naming the URL and the sample, and nothing is retried: a silent retry would hide
-a server's failure inside its latency. The one request sent again is one the server never
-read (a kept-alive connection it closed at its idle limit, ``http_pool``), once, and
-counted (``resent``).
+count that differs from the ids received is an error (but ``sse.with_eos``). Every
+failure (connection, HTTP status, timeout, malformed event, a count that disagrees) is
+reported once, naming the URL and the sample, and nothing is retried: a silent retry would
+hide a server's failure inside its latency. The one request sent again is one the server
+never read (a kept-alive connection it closed at its idle limit, ``http_pool``), counted.
 """
 
 from __future__ import annotations
@@ -50,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from suite.llm.endpoint.http_pool import Pool, TransportError
-from suite.llm.endpoint.sse import SseRequest, StreamError, StreamState, read_event
+from suite.llm.endpoint.sse import SseRequest, StreamError, StreamState, read_event, with_eos
 
 __all__ = ["ClientSettings", "EndpointClient", "StreamError", "StreamState", "TokenSource",
            "read_event", "scrub"]
@@ -116,11 +109,8 @@ class ClientSettings:
     #: The card's ``max_new_tokens``, which no response may pass whatever a request asked
     #: (0: ``max_tokens``; the pre-flight asks for fewer).
     limit: int = 0
-    #: The card's EOS id (-1: none): appended where usage counts an EOS the text omits.
-    eos_id: int = -1
-    #: The engine is known to end a stream without ``data: [DONE]`` (``probe``): its
-    #: response's end, after an event with ``finish_reason``, ends the stream.
-    end_without_done: bool = False
+    eos_id: int = -1  # the card's EOS id (-1: none; ``sse.with_eos``)
+    end_without_done: bool = False  # the engine is known to send no [DONE] (``adapt``)
 
     def cap(self) -> int:
         """The most output tokens a response may carry: what the request asked for
@@ -191,11 +181,9 @@ class EndpointClient:
         self.requests = 0
         #: The cap every response is held to (``max_tokens``: what the card allows).
         self.cap = settings.cap()
-        self.end_without_done = settings.end_without_done
         #: How the completed streams ended (``finish_reason``: "length", "stop", ...).
         self.finish_reasons: dict[str, int] = {}
-        #: Streams taken as the engine sent them, by rule (see the module docstring).
-        self.reconciled: dict[str, int] = {}
+        self.reconciled: dict[str, int] = {}  # streams taken by ``adapt``'s rules
         self._failed = False  # after the first failure, nothing queued is sent
 
     # -- the loop thread ---------------------------------------------------------------
@@ -368,12 +356,7 @@ class EndpointClient:
         if ids and max(ids) >= s.vocab_size:
             raise StreamError(f"token id {max(ids)} is outside the card's vocabulary "
                               f"({s.vocab_size} tokens): the server serves another model")
-        if (s.token_source == "tokenizer" and s.eos_id >= 0 and state.usage == len(ids) + 1
-                and state.finish_reason == "stop"):
-            # EOS ended it: counted by the engine, omitted from its text (the module
-            # docstring); kept in the output as the reference keeps it.
-            ids = [*ids, s.eos_id]
-            self.count("eos_from_usage")
+        with_eos(s, state, ids, self.reconciled)
         if state.usage is not None and state.usage != len(ids):
             raise StreamError(f"the server reports {state.usage} completion tokens but "
                               f"streamed {len(ids)} ({s.token_source} ids)")
@@ -387,10 +370,6 @@ class EndpointClient:
             raise StreamError(f"the server returned {len(ids)} output tokens, under "
                               f"min_tokens {s.min_tokens} (the card's min_new_tokens)")
         return ids, s.token_source
-
-    def count(self, rule: str) -> None:
-        """One stream taken under ``rule`` (``reconciled``)."""
-        self.reconciled[rule] = self.reconciled.get(rule, 0) + 1
 
     @property
     def resent(self) -> int:
