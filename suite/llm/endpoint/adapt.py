@@ -102,5 +102,4 @@ def learn(settings: ClientSettings, engine: str, adaptable: frozenset[str],
         notes.append(f"{rule.note}; it answered: {message.rpartition(': HTTP ')[2][:160]}"
                      if ": HTTP " in message else rule.note)
         settings = option_changes(settings, rule.option, rule.value, settings.min_tokens)
-    return settings
 
