@@ -171,6 +171,8 @@ class EndpointSystemUnderTest:
             "workers_reported": len(workers),
             # how the completed streams ended, as the server said (finish_reason)
             "finish_reasons": dict(self.client.finish_reasons),
+            # streams taken as the engine sent them, by rule (endpoint client)
+            "reconciled": dict(self.client.reconciled),
             "errors": self._errors(),
         }
 

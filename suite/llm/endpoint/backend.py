@@ -6,6 +6,10 @@ TensorRT-LLM, llama.cpp, ``transformers serve``) serves the model; LoadGen issue
 queries and each sample becomes one streaming request (``endpoint_client``). Before
 LoadGen starts, ``check`` (``endpoint_check``) makes sure each server answers, lists the
 model and round-trips one short request; what the servers say they are is recorded.
+Where that request fails as an engine that refuses token ids or ``min_tokens`` fails
+(``transformers serve``), the options left at their defaults adapt (``endpoint.adapt``);
+the run uses what the probe learned, records it, and names each such option among the
+reasons it is not submittable.
 
 The API key is read from the environment variable ``api_key_env`` names, at the moment
 it is needed: the options (and so ``config.json``, ``result.json`` and a bundle) hold the
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
@@ -26,6 +30,9 @@ from suite.errors import ConfigError
 from suite.llm.card import LLMCard
 from suite.llm.contract import EndpointGenerator, StatedWeights
 from suite.llm.endpoint.client import ClientSettings, TokenSource
+
+if TYPE_CHECKING:
+    from suite.llm.endpoint.check import EndpointRecord
 
 #: ``extra_body`` fields that change nothing the engine computes or the run counts; any
 #: other (temperature, top_p, top_k, seed, n, max_tokens, min_tokens, stop, ignore_eos,
@@ -122,10 +129,15 @@ class OpenAIBackend(EndpointGenerator):
                                                         ("aiohttp", "aiohttp"))
     extra = "openai"
 
+    #: What the last probe learned (``endpoint.adapt``): option name -> value.
+    learned: dict[str, Any] | None = None
+
     @property
     def opts(self) -> OpenAIOptions:
+        """The options, with what the probe learned applied (``probe``)."""
         assert isinstance(self.options, OpenAIOptions)
-        return self.options
+        options = {k: v for k, v in (self.learned or {}).items() if k in OpenAIOptions.model_fields}
+        return self.options.model_copy(update=options) if options else self.options
 
     def api_key(self) -> str | None:
         """The key from ``api_key_env``; a named variable that is unset is an error."""
@@ -154,7 +166,27 @@ class OpenAIBackend(EndpointGenerator):
             total_timeout_s=o.total_timeout_s, max_in_flight=o.max_in_flight,
             extra_body={**_sampling(card), **o.extra_body},
             vocab_size=card.architecture.vocab_size if card.architecture else 1 << 31,
-            limit=card.generation.max_new_tokens)
+            limit=card.generation.max_new_tokens, eos_id=card.tokenizer.eos_id,
+            end_without_done=bool((self.learned or {}).get("end_without_done")))
+
+    def probe(self, card: LLMCard, prompt: list[int],
+              encode: Callable[[str], list[int]],
+              decode: Callable[[list[int]], str]) -> EndpointRecord:
+        """``check``, adapting the options the user left at their defaults to what the
+        servers refuse (``endpoint.adapt``); the run then uses what it learned."""
+        from suite.llm.endpoint.adapt import ADAPTABLE
+        from suite.llm.endpoint.check import check
+
+        assert isinstance(self.options, OpenAIOptions)
+        self.learned = None  # each probe learns afresh, so its record says it all
+        # left at its default (the run's config holds every option, so "set" cannot be
+        # told from "default"): a value the user chose otherwise is never changed
+        fields = OpenAIOptions.model_fields
+        adaptable = frozenset(name for name in ADAPTABLE
+                              if getattr(self.options, name) == fields[name].default)
+        record = check(self.settings(card), prompt, encode, decode, adaptable=adaptable)
+        self.learned = dict(record.learned)
+        return record
 
     @property
     def client_workers(self) -> int:

@@ -2,8 +2,11 @@
 
 ``check(settings, prompt)`` asks every URL for ``/v1/models``, finds the model there,
 streams one short completion of ``prompt`` through the same client code a run uses,
-and asks for the engine's version where the engine says it (vLLM: ``/version``). Any
-failure is one ``BackendError`` naming the URL and what was wrong. What the servers
+and asks for the engine's version where the engine says it (vLLM: ``/version``). Where
+the request fails in a way ``adapt`` recognises (an engine that refuses token ids or
+``min_tokens``, ``transformers serve``), the options left at their defaults adapt and the
+request is tried again; what was learned is recorded with the engine's own words. Any
+other failure is one ``BackendError`` naming the URL and what was wrong. What the servers
 said goes into the run's record (``ServerRecord``): nothing about the server is
 assumed or hard-coded.
 """
@@ -43,6 +46,9 @@ class ServerRecord:
     #: Where the engine loaded the weights from, as ``/v1/models`` says (vLLM's and
     #: SGLang's ``root``: the path or hub id); "" where it does not say.
     root: str = ""
+    #: The engine, where its ``/v1/models`` entry identifies it ("transformers serve":
+    #: the ``status`` object it adds, not an OpenAI field); "" where it does not.
+    engine: str = ""
 
 
 @dataclass
@@ -58,11 +64,16 @@ class EndpointRecord:
     #: (``suite.backends.remote.server_location``: loopback, remote, mixed, unknown)
     server_location: str = ""
     server_location_from: str = ""
+    #: The options the probe changed (``adapt``), and why, in the engine's words.
+    learned: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    #: Whether the card's min_new_tokens is asked of the engine (``min_tokens``).
+    min_tokens_asked: bool = True
 
     def details(self) -> dict[str, str]:
         """``BackendInfo.details`` (strings): one line per fact."""
         first = self.servers[0] if self.servers else ServerRecord("", "")
-        engines = sorted({s.owned_by or "unreported" for s in self.servers})
+        engines = sorted({s.engine or s.owned_by or "unreported" for s in self.servers})
         versions = sorted({s.engine_version or "unreported" for s in self.servers})
         roots = sorted({s.root or "unreported" for s in self.servers})
         return {"urls": ", ".join(s.url for s in self.servers),
@@ -74,25 +85,45 @@ class EndpointRecord:
                 "api": self.api, "prompt_as": self.prompt_as,
                 "token_source": self.token_source, "client_host": self.client_host,
                 "server_location": self.server_location or "unknown",
-                "server_location_from": self.server_location_from or "not derived"}
+                "server_location_from": self.server_location_from or "not derived",
+                "min_tokens": "asked of the engine" if self.min_tokens_asked else
+                "not asked of the engine (backend.openai.min_tokens_field = false)",
+                "stream_end": "response end after finish_reason (the engine sends no "
+                "[DONE])" if self.learned.get("end_without_done") else "data: [DONE]",
+                "probe_learned": " | ".join(self.notes) or "nothing"}
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def check(settings: ClientSettings, prompt: list[int], encode: Any, decode: Any,
-          timeout_s: float = 30.0) -> EndpointRecord:
-    """Check every server (see the module docstring); the record of what they said."""
+          timeout_s: float = 30.0, adaptable: frozenset[str] = frozenset()
+          ) -> EndpointRecord:
+    """Check every server (see the module docstring); the record of what they said and
+    of what the probe learned (``learned``: the options to run with), changing only the
+    options in ``adaptable``."""
     from suite.backends.remote import server_location
+    from suite.llm.endpoint.adapt import learn
 
     location, derivation = server_location(settings.urls)
-    record = EndpointRecord(token_source=settings.token_source, prompt_as=settings.prompt_as,
-                            api=settings.api, server_location=location,
+    record = EndpointRecord(api=settings.api, server_location=location,
                             server_location_from=derivation)
     for url in settings.urls:
-        record.servers.append(_describe(settings, url, timeout_s))
-        _round_trip(replace(settings, urls=(url,), max_tokens=2, min_tokens=0),
-                    url, prompt, encode, decode, timeout_s)
+        server = _describe(settings, url, timeout_s)
+        record.servers.append(server)
+
+        def attempt(tried: ClientSettings, url: str = url) -> str | None:
+            # asks for min_tokens as the run does (at most the 2 tokens asked for)
+            return _try(replace(tried, urls=(url,), max_tokens=2,
+                                min_tokens=min(tried.min_tokens, 2)),
+                        prompt, encode, decode, timeout_s)
+
+        settings, failure = learn(settings, server.engine, adaptable, attempt,
+                                  record.learned, record.notes)
+        if failure is not None:
+            _refuse(replace(settings, urls=(url,)), url, failure, timeout_s)
+    record.token_source, record.prompt_as = settings.token_source, settings.prompt_as
+    record.min_tokens_asked = settings.min_tokens > 0 or "min_tokens_field" not in record.learned
     return record
 
 
@@ -135,7 +166,10 @@ def _describe(settings: ClientSettings, url: str, timeout_s: float) -> ServerRec
                         version = str(data.get("version", "")) if isinstance(data, dict) else ""
             except (aiohttp.ClientError, ValueError):
                 version = ""
-            return ServerRecord(url=url, model=settings.model,
+            status = match.get("status")
+            engine = ("transformers serve" if isinstance(status, dict) and "value" in status
+                      else "")
+            return ServerRecord(url=url, model=settings.model, engine=engine,
                                 owned_by=str(match.get("owned_by", "")),
                                 engine_version=version, server_header=server_header,
                                 max_model_len=match.get("max_model_len"),
@@ -150,9 +184,10 @@ def _describe(settings: ClientSettings, url: str, timeout_s: float) -> ServerRec
                                  f"{type(exc).__name__}: {exc}", settings), hint=HINT) from None
 
 
-def _round_trip(settings: ClientSettings, url: str, prompt: list[int], encode: Any,
-                decode: Any, timeout_s: float) -> None:
-    """Stream one short completion through the run's own client code."""
+def _try(settings: ClientSettings, prompt: list[int], encode: Any, decode: Any,
+         timeout_s: float) -> str | None:
+    """Stream one short completion through the run's own client code; why it failed,
+    or None."""
     done = threading.Event()
     outcome: list[str] = []
 
@@ -168,14 +203,22 @@ def _round_trip(settings: ClientSettings, url: str, prompt: list[int], encode: A
     try:
         client.submit([(0, 0, prompt)])
         if not done.wait(timeout_s):
-            raise BackendError(f"{url}: one short request did not finish in {timeout_s:g} s",
-                               hint=HINT)
+            return TIMED_OUT
     finally:
         client.close()
-    if outcome:
-        unreachable = any(word in outcome[0] for word in (
-            "cannot connect", "closed before a response", "(timeout)"))
-        answered = f"{settings.path()}: sample 0 (query 0): HTTP " in outcome[0]
-        raise BackendError(f"the pre-flight request failed: {outcome[0]}",
-                           hint=HINT if unreachable else ANSWERED_HINT if answered
-                           else MISBEHAVED_HINT)
+    return outcome[0] if outcome else None
+
+
+TIMED_OUT = "one short request did not finish"
+
+
+def _refuse(settings: ClientSettings, url: str, failure: str, timeout_s: float) -> None:
+    """The probe's failure as one ``BackendError``."""
+    if failure == TIMED_OUT:
+        raise BackendError(f"{url}: {TIMED_OUT} in {timeout_s:g} s", hint=HINT)
+    unreachable = any(word in failure for word in (
+        "cannot connect", "closed before a response", "(timeout)"))
+    answered = f"{settings.path()}: sample 0 (query 0): HTTP " in failure
+    raise BackendError(f"the pre-flight request failed: {failure}",
+                       hint=HINT if unreachable else ANSWERED_HINT if answered
+                       else MISBEHAVED_HINT)

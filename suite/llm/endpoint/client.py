@@ -24,12 +24,11 @@ Token ids, in this order of preference (``TokenSource``):
   ``transformers serve``).
 
 When the server reports usage (``stream_options.include_usage``), a completion-token
-count that differs from the ids received is an error, not a warning. Every failure
-(connection, HTTP status, timeout, malformed event, a count that disagrees) is reported
-once, naming the URL and the sample, and nothing is retried: a silent retry would hide
-a server's failure inside its latency. The one request sent again is one the server never
-read (a kept-alive connection it closed at its idle limit, ``http_pool``), once, and
-counted (``resent``).
+count that differs from the ids received is an error (but ``sse.with_eos``). Every
+failure (connection, HTTP status, timeout, malformed event, a count that disagrees) is
+reported once, naming the URL and the sample, and nothing is retried: a silent retry would
+hide a server's failure inside its latency. The one request sent again is one the server
+never read (a kept-alive connection it closed at its idle limit, ``http_pool``), counted.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from suite.llm.endpoint.http_pool import Pool, TransportError
-from suite.llm.endpoint.sse import SseRequest, StreamError, StreamState, read_event
+from suite.llm.endpoint.sse import SseRequest, StreamError, StreamState, read_event, with_eos
 
 __all__ = ["ClientSettings", "EndpointClient", "StreamError", "StreamState", "TokenSource",
            "read_event", "scrub"]
@@ -110,6 +109,8 @@ class ClientSettings:
     #: The card's ``max_new_tokens``, which no response may pass whatever a request asked
     #: (0: ``max_tokens``; the pre-flight asks for fewer).
     limit: int = 0
+    eos_id: int = -1  # the card's EOS id (-1: none; ``sse.with_eos``)
+    end_without_done: bool = False  # the engine is known to send no [DONE] (``adapt``)
 
     def cap(self) -> int:
         """The most output tokens a response may carry: what the request asked for
@@ -182,6 +183,7 @@ class EndpointClient:
         self.cap = settings.cap()
         #: How the completed streams ended (``finish_reason``: "length", "stop", ...).
         self.finish_reasons: dict[str, int] = {}
+        self.reconciled: dict[str, int] = {}  # streams taken by ``adapt``'s rules
         self._failed = False  # after the first failure, nothing queued is sent
 
     # -- the loop thread ---------------------------------------------------------------
@@ -354,6 +356,7 @@ class EndpointClient:
         if ids and max(ids) >= s.vocab_size:
             raise StreamError(f"token id {max(ids)} is outside the card's vocabulary "
                               f"({s.vocab_size} tokens): the server serves another model")
+        with_eos(s, state, ids, self.reconciled)
         if state.usage is not None and state.usage != len(ids):
             raise StreamError(f"the server reports {state.usage} completion tokens but "
                               f"streamed {len(ids)} ({s.token_source} ids)")

@@ -4,10 +4,12 @@
 (``http_pool.Exchange``): the parser hands it each piece of the body, it splits the
 pieces into lines (one Python-level step per piece, not per line or byte), decodes each
 ``data:`` line (orjson where installed) into a ``StreamState`` with ``read_event``, and
-``data: [DONE]`` ends it. It also judges the request's timeouts when its client's sweep asks
-(``check``): no data for the first-byte timeout, or longer than the total, aborts the
-connection. How a request ended goes to its
+``data: [DONE]`` ends it (or, for an engine known to send none, the response's end after
+an event with ``finish_reason``: ``Client.end_without_done``). It also judges the
+request's timeouts when its client's sweep asks (``check``): no data for the first-byte
+timeout, or longer than the total, aborts the connection. How a request ended goes to its
 client once (``report``); when it no longer holds a connection it is ``settle``d.
+``with_eos`` is the one usage reconciliation (an EOS the engine counts and its text omits).
 """
 
 from __future__ import annotations
@@ -80,6 +82,27 @@ def read_event(state: StreamState, payload: Any, chat: bool) -> bool:
     return carried
 
 
+class Settings(Protocol):
+    """What this module reads of the client's settings (``client.ClientSettings``)."""
+
+    @property
+    def token_source(self) -> str: ...
+    @property
+    def eos_id(self) -> int: ...  # the card's EOS id (-1: none)
+    @property
+    def end_without_done(self) -> bool: ...  # the engine is known to send no [DONE]
+
+
+def with_eos(settings: Settings, state: StreamState, ids: list[int],
+             counts: dict[str, int]) -> None:
+    """Append EOS to ``ids`` where the engine's usage counted it and its text omitted it
+    (``adapt``'s module docstring), counted in ``counts`` (``eos_from_usage``)."""
+    if (settings.token_source == "tokenizer" and settings.eos_id >= 0
+            and state.finish_reason == "stop" and state.usage == len(ids) + 1):
+        ids.append(settings.eos_id)
+        counts["eos_from_usage"] = counts.get("eos_from_usage", 0) + 1
+
+
 class Client(Protocol):
     """What a request needs of its client (``endpoint_client.EndpointClient``)."""
 
@@ -87,6 +110,9 @@ class Client(Protocol):
     time: Callable[[], float]  # the loop's clock
     timeouts: tuple[float, float]  # (first byte, total), seconds
     cap: int  # the most output tokens a response may carry (the card's max_new_tokens)
+    @property
+    def settings(self) -> Settings: ...
+    reconciled: dict[str, int]  # streams taken by ``adapt``'s rules, by rule
 
     def first(self, request: SseRequest) -> bool: ...
     def watch(self, request: SseRequest) -> None: ...
@@ -165,6 +191,12 @@ class SseRequest:
                     state.first_sent = self.client.first(self)
 
     def complete(self) -> None:
+        if (not self.reported and self.status == 200 and self.client.settings.end_without_done
+                and self.state.finish_reason and not self.rest.strip()):
+            # The engine's known end (no [DONE]): its last event said how it finished.
+            counts = self.client.reconciled
+            counts["ended_without_done"] = counts.get("ended_without_done", 0) + 1
+            self.client.report(self, None)
         if not self.reported:
             self.client.report(self, self._http_error() or StreamError(
                 f"the stream ended after {self.state.chunks} events without "

@@ -119,7 +119,8 @@ def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int] 
         client.close()
         record = process_record("worker", started[0] if started else None, client.requests,
                                 client.chunks, index=index, resent=client.resent,
-                                finish_reasons=dict(client.finish_reasons))
+                                finish_reasons=dict(client.finish_reasons),
+                                reconciled=dict(client.reconciled))
         with contextlib.suppress(OSError):
             flush()
             conn.send([("stats", record)])
@@ -145,6 +146,7 @@ class ClientWorkers:
         self._lock = threading.Lock()
         self.requests = self.chunks = self.resent = 0
         self.finish_reasons: dict[str, int] = {}
+        self.reconciled: dict[str, int] = {}
         self._closing = False
         self.worker_cpu_s = 0.0
         #: Each worker's ``process_record`` as it stopped (see the module docstring).
@@ -249,6 +251,8 @@ class ClientWorkers:
                             for reason, n in record["finish_reasons"].items():
                                 self.finish_reasons[reason] = (
                                     self.finish_reasons.get(reason, 0) + n)
+                            for rule, n in record.get("reconciled", {}).items():
+                                self.reconciled[rule] = self.reconciled.get(rule, 0) + n
                             self.records.append(record)
                             self.records.sort(key=lambda r: int(r["index"]))
                         return
