@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, only_run_dir, run_cli
+from tests.conftest import only_run_dir, run_cli
 from tests.support.task_home import make_task_home
 
 STAND_IN = "stand-in: not the reference model or dataset"
@@ -118,39 +116,6 @@ def test_samples_of_varying_shapes_run_one_by_one(tmp_path: Path) -> None:
     assert result["dataset"]["staging"] == "per-sample"
     assert [t["status"] for t in result["tests"]] == ["VALID", "VALID"]
     assert result["tests"][1]["accuracy"]["value"] == 100.0  # padding kept every total
-
-
-def _registered_benchmarks() -> list[str]:
-    """One benchmark of each card whose task is a key of ``suite.tasks.TASKS``."""
-    from suite.models import card_name
-    from suite.tasks import TASKS
-
-    rules = tomllib.loads((REPO / "run_rules" / "v6.1.toml").read_text())
-    found: dict[str, str] = {}
-    for bench in sorted(rules.get("benchmarks", {})):
-        card = REPO / "reference_models" / card_name(bench) / "model.toml"
-        if card.is_file() and re.search(r'^task\s*=\s*"([^"]+)"', card.read_text(), re.M):
-            task = re.search(r'^task\s*=\s*"([^"]+)"', card.read_text(), re.M)
-            if task and task.group(1) in TASKS:
-                found.setdefault(card_name(bench), bench)
-    return sorted(found.values())
-
-
-_REGISTERED = _registered_benchmarks()
-
-
-@pytest.mark.parametrize("benchmark", _REGISTERED or [pytest.param(
-    None, marks=pytest.mark.skip(reason="suite.tasks.TASKS has no task with a card and a "
-                                 "v6.1 benchmark yet: each one that lands runs here"))])
-def test_every_registered_task_runs_its_stand_in(benchmark: str, tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
-    done = run_cli("run", "--benchmark", benchmark, "--stand-in", "--mode", "all",
-                   "--scenario", "offline", "--runs-dir", str(runs))
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    result = _result(only_run_dir(runs))
-    assert [t["mode"] for t in result["tests"]] == ["performance", "accuracy"]
-    assert result["tests"][1]["accuracy"]["total"] == result["dataset"]["total"]
-    assert STAND_IN in result["non_submittable_reasons"]
 
 
 def test_test01_compares_a_task_cards_response_bytes(home: Path, tmp_path: Path) -> None:
