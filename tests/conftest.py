@@ -51,6 +51,10 @@ def cli_env(**extra: str) -> dict[str, str]:
     """The environment for a CLI subprocess: the repo (and tests/) importable, and a
     private user config directory."""
     env = dict(os.environ)
+    # pytest-xdist's workers export COLUMNS=80, and the CLI honours COLUMNS when piped: a
+    # test that wants a width passes COLUMNS itself
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
     env["XDG_CONFIG_HOME"] = _CONFIG_HOME
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
     env["PYTHONUNBUFFERED"] = "1"

@@ -8,13 +8,13 @@ this one), the child replaces it at the end of warm-up with
 
     expected_qps = HEADROOM x min(warm-up rate, LoadGen's ceiling)
 
+(``QUICK_HEADROOM`` for a ``--quick`` run: its test lasts about a second, so a generous
+margin costs a second or two, while a probe on a busy machine once read 2.7x low and
+sized a quick run that ended before its minimum duration.)
+
 * the warm-up rate: full batches through the backend on ``sut.workers`` threads at once
   for about ``PROBE_S`` (after ``sut.warmup``, so nothing is cold). Inference only, so it is
-  above the run's rate, which adds the gather, postprocessing and completion. Each thread's
-  rate is taken from its fast calls (``FAST_QUANTILE`` of its call times), not the
-  interval: on a busy machine the interval counts the time other jobs held the cores, and
-  a probe that read 2.7x low once sized a quick run that ended before its minimum
-  duration;
+  above the run's rate, which adds the gather, postprocessing and completion;
 * LoadGen's ceiling (``loadgen_ceiling``): the samples/s LoadGen and the completion path
   sustain with no inference on this machine, with as many completing threads. A backend
   faster than LoadGen (the null backend) has a warm-up rate that says nothing of the
@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 
 #: Margin over the upper bound: a probe on a busy moment reads low (see above).
 HEADROOM = 1.5
+#: A --quick run's margin (see above): covers a probe that read up to 3.5x low.
+QUICK_HEADROOM = 3.5
 #: How long the warm-up rate is measured at most (each worker's batches keep going until
 #: then), and at least, where each worker has made ``PROBE_CALLS`` timed calls by then: a
 #: fast backend's rate is known in milliseconds, and every run pays this time.
@@ -62,9 +64,6 @@ PROBE_CALLS = 20
 #: completes at least 480k samples/s even one call per sample on a busy 2-vCPU box
 #: (loadgen.md §0), so it cannot be the smaller rate.
 CEILING_FROM = 50_000.0
-#: Which of a thread's call times stands for its rate: a low quantile, so that calls
-#: descheduled by other jobs do not count, but not the single fastest call.
-FAST_QUANTILE = 0.1
 RECORD_FILE = "offline_rate.json"
 
 
@@ -140,7 +139,8 @@ def size_query(sut: SystemUnderTest, settings: LoadGenSettings,
         ceiling_source = (f"{measured.source} on this machine with {workers} completing "
                           f"threads ({measured.measured_utc}, load average "
                           f"{measured.load_average:g} on {measured.cores} cores)")
-    expected = min(estimate(warm, ceiling), MAX_QPS)
+    headroom = QUICK_HEADROOM if config.quick else HEADROOM
+    expected = min(estimate(warm, ceiling, headroom), MAX_QPS)
     lg = config.loadgen
     samples = equal_issue_padded(
         max(lg.min_query_count, math.floor(1.1 * lg.min_duration_ms / 1000 * expected)),
@@ -152,8 +152,8 @@ def size_query(sut: SystemUnderTest, settings: LoadGenSettings,
         expected_qps=round(expected, 1), guess=guess, guess_source=where,
         warmup_samples_per_s=round(warm, 1), workers=workers, batch=batch, probe_s=PROBE_S,
         loadgen_ceiling_samples_per_s=round(ceiling, 1), ceiling_source=ceiling_source,
-        headroom=HEADROOM, expected_samples=samples,
-        source=(f"derived at warm-up: {HEADROOM:g} x min(warm-up rate, LoadGen's ceiling) "
+        headroom=headroom, expected_samples=samples,
+        source=(f"derived at warm-up: {headroom:g} x min(warm-up rate, LoadGen's ceiling) "
                 f"from the warm-up rate {warm:,.0f} samples/s ({workers} threads, batches "
                 f"of {batch}){ceiling_text}; replaces the guess {guess:,.0f} from {where}"))
 
@@ -173,7 +173,7 @@ def probe(sut: SystemUnderTest, workers: int, batch: int, seconds: float = PROBE
     # The clock starts when the last thread has made its untimed call (the action runs
     # once, before any thread is released).
     ready = threading.Barrier(workers, action=lambda: start.__setitem__(0, time.perf_counter()))
-    done: list[tuple[int, float, float]] = []  # (samples, end, fast call's s) per thread
+    done: list[tuple[int, float]] = []  # (samples, end) per thread
     errors: list[str] = []
 
     def work() -> None:
@@ -194,18 +194,13 @@ def probe(sut: SystemUnderTest, workers: int, batch: int, seconds: float = PROBE
         ready.wait()
         samples, calls, deadline = 0, 0, start[0] + seconds
         enough = start[0] + min(MIN_PROBE_S, seconds)
-        took: list[float] = []
-        before = time.perf_counter()
         while True:  # at least one timed call, however slow
             backend.predict(buffer[:batch])
             samples, calls = samples + batch, calls + 1
             now = time.perf_counter()
-            took.append(now - before)
-            before = now
             if now >= deadline or (calls >= PROBE_CALLS and now >= enough):
                 break
-        took.sort()
-        done.append((samples, now, took[int(FAST_QUANTILE * (len(took) - 1))]))
+        done.append((samples, now))
 
     threads = [threading.Thread(target=work, name=f"offline-probe-{n}", daemon=True)
                for n in range(workers)]
@@ -219,11 +214,8 @@ def probe(sut: SystemUnderTest, workers: int, batch: int, seconds: float = PROBE
     if any(thread.is_alive() for thread in threads):
         ready.abort()
         raise ProbeFailed(f"the warm-up probe's backend call took over {limit_s:g} s")
-    total = sum(samples for samples, _, _ in done)
-    interval = total / max(max(end for _, end, _ in done) - start[0], 1e-9)
-    fast = sum(batch / max(call_s, 1e-9) for _, _, call_s in done)
-    # The larger: an upper bound of the run's rate errs long, never short (see above).
-    return max(interval, fast)
+    total = sum(samples for samples, _ in done)
+    return total / max(max(end for _, end in done) - start[0], 1e-9)
 
 
 def apply(rate: OfflineRate, settings: LoadGenSettings, test_dir: Path) -> None:

@@ -276,19 +276,23 @@ def render(ledger: Ledger) -> Any:
     from rich.text import Text
 
     table = Table(title=f"runs in {ledger.runs_dir}", box=box.SIMPLE_HEAD, pad_edge=False,
-                  show_edge=False, padding=(0, 1), collapse_padding=True)
-    # Short headers and cells: the table fits 100 columns beside a 40-character run name
-    # (issue 40, item 6: each metric cell took 7 lines at 100 columns); only the metric
-    # may fold, onto a second line. "*" marks each group's best attempt.
+                  show_edge=False, padding=(0, 0))
+    # Short headers and cells: the table fits 100 columns beside a run path under ./runs
+    # (issue 40, item 6: each metric cell took 7 lines at 100 columns). The path and the
+    # status are never cut; a long backend name or metric folds onto a second line.
+    # "*" marks each group's best attempt.
     table.add_column("*", no_wrap=True)
     table.add_column("run", no_wrap=True)
+    longest_status = max((len(row.status) for row in ledger.rows), default=6)
     for column in ("backend", "status", "metric", "sub", "digest"):
-        table.add_column(column, no_wrap=column != "metric", overflow="fold")
+        folds = column in ("backend", "metric")
+        table.add_column(column, no_wrap=not folds, overflow="fold", min_width=None if folds
+                         else {"status": longest_status, "sub": 3}.get(column, 7))
     styles = {"VALID": "green", "INVALID": "yellow", "FAILED": "red", "INTERRUPTED": "magenta"}
     for group in ledger.groups():
         for row in group:
             table.add_row("*" if row.best else "",
-                          Text(shown_path(row.run_dir, Path(ledger.runs_dir))), Text(row.backend),
+                          Text(shown_path(row.run_dir)), Text(row.backend),
                           Text(row.status, style=styles.get(row.status, "")),
                           Text(metric_text(row.metric)), "yes" if row.submittable else "no",
                           (row.config_digest or "(none)")[:7])
@@ -296,16 +300,11 @@ def render(ledger: Ledger) -> Any:
     return table
 
 
-def shown_path(path: str, runs_dir: Path | None = None) -> str:
+def shown_path(path: str) -> str:
     """``path`` relative to the current directory when it lies there (shorter, and it
-    still works from here); else its name when it lies in ``runs_dir`` (the table's title
-    names that directory, and ``suite show NAME --runs-dir DIR`` finds it); else as it is."""
+    still works from here), else as it is."""
     relative = os.path.relpath(os.path.abspath(path))
-    if not relative.startswith(os.pardir):
-        return relative
-    if runs_dir is not None and Path(path).resolve().parent == Path(runs_dir).resolve():
-        return Path(path).name
-    return path
+    return relative if not relative.startswith(os.pardir) else path
 
 
 def metric_text(metric: Metric | None) -> str:

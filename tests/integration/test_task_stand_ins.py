@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from suite.results import RunResult
 from tests.conftest import REPO, only_run_dir, run_cli
+from tests.support.timing import invalid_only_by_timing, timing_miss
 
 STAND_IN = "stand-in: not the reference model or dataset"
 
@@ -48,6 +50,7 @@ def _registered_runs() -> list[tuple[str, str, str]]:
 _REGISTERED = _registered_runs()
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize(("round_name", "benchmark", "scenario"), _REGISTERED or [pytest.param(
     None, None, None, marks=pytest.mark.skip(reason="suite.tasks.TASKS has no task with a "
                                              "card and a benchmark yet: each one runs here"))])
@@ -61,10 +64,16 @@ def test_every_registered_task_runs_its_stand_in(round_name: str, benchmark: str
     done = run_cli("run", "--benchmark", benchmark, "--round", round_name, "--stand-in",
                    "--mode", mode, "--scenario", scenario, "--runs-dir", str(runs),
                    timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     result = _result(only_run_dir(runs))
-    assert [t["status"] for t in result["tests"]] == ["VALID"] * len(result["tests"])
     assert STAND_IN in result["non_submittable_reasons"]
+    # Fixed query counts and no minimum duration make every scenario but Server independent
+    # of speed; Server's latency bound is not (a busy machine misses it): a miss there is
+    # a timing XFAIL, any other reason a failure
+    speed = invalid_only_by_timing([RunResult.model_validate(result)])
+    if speed:
+        timing_miss("; ".join(speed))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert [t["status"] for t in result["tests"]] == ["VALID"] * len(result["tests"])
     if mode == "all":
         assert [t["mode"] for t in result["tests"]] == ["performance", "accuracy"]
         assert result["tests"][1]["accuracy"]["total"] == result["dataset"]["total"]

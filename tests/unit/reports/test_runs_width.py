@@ -4,9 +4,11 @@ headers wrapped and each metric cell took 7 lines)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import cli_env
 
 
 def _perf(scenario: str, value: float, unit: str, name: str) -> dict[str, object]:
@@ -34,7 +36,10 @@ def test_runs_fits_100_columns_one_line_per_run(tmp_path: Path) -> None:
             "tests": [{"mode": "performance", "directory": str(run_dir / "performance"),
                        "status": "VALID", "exit_code": 0,
                        "performance": _perf(scenario, value, unit, name)}]}))
-    done = run_cli("runs", "--runs-dir", str(runs), COLUMNS="100")
+    # from the directory that holds runs/, as in a checkout: the paths are runs/NAME
+    done = subprocess.run([sys.executable, "-m", "suite", "runs", "runs"], cwd=tmp_path,
+                          env=cli_env(COLUMNS="100"), capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert max(len(line) for line in lines) <= 100

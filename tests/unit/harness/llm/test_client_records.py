@@ -48,6 +48,7 @@ class _Client:
         self.resent = 1  # one request sent again after an idle close (http_pool)
         self.closed = self.cancelled = False
         self.finish_reasons = {"length": 4}
+        self.reconciled: dict[str, int] = {}  # streams taken by the adapt rules (none here)
 
     def submit(self, items: Sequence[tuple[int, int, Sequence[int]]]) -> None:
         self.requests += len(items)
