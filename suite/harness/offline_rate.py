@@ -52,8 +52,9 @@ if TYPE_CHECKING:
 
 #: Margin over the upper bound: a probe on a busy moment reads low (see above).
 HEADROOM = 1.5
-#: A --quick run's margin (see above): covers a probe that read up to 3.5x low.
-QUICK_HEADROOM = 3.5
+#: A --quick run's margin (see above): LoadGen issues 1.1 x min_duration x expected_qps
+#: samples, so 3.0 covers a probe that read up to 3.3x low.
+QUICK_HEADROOM = 3.0
 #: How long the warm-up rate is measured at most (each worker's batches keep going until
 #: then), and at least, where each worker has made ``PROBE_CALLS`` timed calls by then: a
 #: fast backend's rate is known in milliseconds, and every run pays this time.

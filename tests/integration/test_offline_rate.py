@@ -112,6 +112,6 @@ def test_a_machine_slower_than_the_guess_runs_a_short_valid_quick_offline(
     assert 0 < warm <= 1000 * 1.1
     assert record["loadgen_ceiling_samples_per_s"] == 0  # too slow for LoadGen's to matter
     assert record["expected_qps"] == pytest.approx(offline_rate.QUICK_HEADROOM * warm, rel=1e-3)
-    # Sized from the machine, not the guess: 1.1 x 1 s x 3.5 x at most 1,100 samples/s.
+    # Sized from the machine, not the guess: 1.1 x 1 s x 3 x at most 1,100 samples/s.
     most = 1.1 * 1.0 * offline_rate.QUICK_HEADROOM * 1100
     assert record["expected_samples"] <= most < 1.1 * guess
