@@ -97,17 +97,22 @@ def test_coalesce_queries_reaches_loadgen_and_the_sut_takes_merged_queries(
 
 def test_a_stray_audit_config_cannot_change_a_run(runs_dir: Path, tmp_path: Path) -> None:
     # LoadGen reads ./audit.config by default; the child's cwd is its test dir, and
-    # the harness passes an explicit empty name anyway. Plant one in the repo root.
-    from tests.conftest import REPO
+    # the harness passes an explicit empty name anyway. Plant one where `suite run` starts
+    # (a directory of this test's own: one in the repository root would make a compliance
+    # run on another worker refuse to start, as its guard should).
+    import subprocess
+    import sys
 
-    stray = REPO / "audit.config"
-    assert not stray.exists()
-    stray.write_text("*.*.performance_issue_same = 1\n*.*.min_query_count = 4242\n")
-    try:
-        proc = run_cli("run", "--scenario", "offline", "--backend", "null", "--quick",
-                       "--runs-dir", str(runs_dir))
-    finally:
-        stray.unlink()
+    from tests.conftest import cli_env
+
+    start = tmp_path / "start"
+    start.mkdir()
+    (start / "audit.config").write_text(
+        "*.*.performance_issue_same = 1\n*.*.min_query_count = 4242\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "suite", "run", "--scenario", "offline", "--backend", "null",
+         "--quick", "--runs-dir", str(runs_dir)],
+        cwd=start, env=cli_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 2), proc.stderr
     log = parse_detail_log(only_run_dir(runs_dir) / "performance" / "mlperf_log_detail.txt")
     assert log.values["effective_performance_issue_same"] is False
