@@ -8,12 +8,18 @@ it goes.
   messages must stay copy-pasteable.
 * ``stdout(width)`` / ``stderr(width)``: a console of a given width (``None``: the
   terminal's, or rich's default when piped), for the renderers that size their own table.
+
+Off a terminal, standard output's tables are drawn with ASCII borders (``+ - |``): a
+table's width is then the same in characters and in bytes, so the tools that read piped
+output (``awk '{ print length }'`` in mawk, ``cut -c``, ``wc -L`` on some systems) measure
+the columns a reader sees. On a terminal rich's box-drawing characters stay.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import TextIO
 
 from rich.console import Console
 
@@ -23,9 +29,29 @@ __all__ = ["PIPED_WIDTH", "err", "out", "stderr", "stdout"]
 PIPED_WIDTH = 160
 
 
+class _AsciiBorders:
+    """Standard output as rich sees it off a terminal: an ASCII stream, so rich draws
+    tables with its ASCII box; text is passed through unchanged. ``sys.stdout`` is looked
+    up at each write, as rich itself does, so a redirected stdout is followed."""
+
+    encoding = "ascii"
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
 def stdout(width: int | None = None) -> Console:
     """A console on standard output, ``width`` columns wide (None: the terminal's)."""
-    return Console(width=width)
+    if sys.stdout.isatty():
+        return Console(width=width)
+    file: TextIO = _AsciiBorders()  # type: ignore[assignment]
+    return Console(width=width, file=file)
 
 
 def stderr(width: int | None = None) -> Console:
