@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from suite.errors import SuiteError
-from suite.logs import DETAIL_LOG, SUMMARY_LOG, parse_detail_log
+from suite.logs import DETAIL_LOG, SUMMARY_LOG, DetailLog, parse_detail_log
 from suite.reports.explain import Explanation, client_notes, explain
 from suite.results import RunResult, Status, TestResult, summarize_performance
 from suite.scenarios import Scenario
@@ -65,6 +65,54 @@ class TestView:
     message: str = ""
     failures: list[dict[str, Any]] = field(default_factory=list)
     summary_log: str = ""
+    #: LLM runs with token latencies: TTFT and TPOT, each with its bound (``token_views``).
+    token_latency: list[TokenView] = field(default_factory=list)
+
+
+@dataclass
+class TokenView:
+    """TTFT or TPOT of one LLM test: LoadGen's percentile records and the bound it ran
+    with (``requested_server_ttft_latency`` / ``_tpot_latency``), in ms."""
+
+    name: str
+    latency_ms: dict[str, float]
+    bound_ms: float | None
+    cdf_png: str = ""
+
+
+#: (name, the detail-log key of a percentile ``{p}``, of min/max/mean ``{s}``, the bound)
+#: as LoadGen's results.cc logs a token-latency test.
+_TOKEN_RECORDS = (
+    ("TTFT", "result_first_token_{p}_percentile_latency_ns",
+     "result_first_token_{s}_latency_ns", "requested_server_ttft_latency"),
+    ("TPOT", "result_time_per_output_token_{p}_percentile_ns",
+     "result_time_to_output_token_{s}", "requested_server_tpot_latency"),
+)
+
+
+def token_views(log: DetailLog) -> list[TokenView]:
+    """TTFT and TPOT from the detail log, each where LoadGen logged it (none for a test
+    without token latencies). The bound is the one LoadGen ran with, where it logged one
+    (a Server or Interactive test); Offline has none."""
+    from suite.reports.plots import PERCENTILES, latency_cdf
+
+    views = []
+    for name, percentile_key, stat_key, bound_key in _TOKEN_RECORDS:
+        values: dict[str, float] = {}
+        for stat in ("min", "mean", "max"):
+            if isinstance(found := log.get(stat_key.format(s=stat)), int | float):
+                values[stat] = found / 1e6
+        for key in PERCENTILES:
+            found = log.get(percentile_key.format(p=key.removesuffix("_percentile")))
+            if isinstance(found, int | float):
+                values[key] = found / 1e6
+        if not any(key in values for key in PERCENTILES):
+            continue
+        bound = log.get(bound_key)
+        bound_ms = bound / 1e6 if isinstance(bound, int | float) and bound > 0 else None
+        views.append(TokenView(name, values, bound_ms,
+                               latency_cdf(values, bound_ms, title=name)))
+    return views
 
 
 @dataclass
@@ -177,7 +225,11 @@ def _test_view(run_dir: Path, test: TestResult) -> TestView:
         view.metric = f"{perf.metric_name}: {shown} {perf.unit}"
     view.latency_ms = {key: value / 1e6 for key, value in perf.latency_ns.items()}
     bound_ns = perf.effective.get("target_latency_ns")
-    if perf.scenario == Scenario.SERVER.value and isinstance(bound_ns, int | float):
+    view.token_latency = token_views(log) if log is not None else []
+    # A token-latency test is bound by TTFT and TPOT, not by the whole query's latency
+    # (LoadGen logs a target_latency it does not enforce): that bound is not drawn.
+    if (perf.scenario == Scenario.SERVER.value and isinstance(bound_ns, int | float)
+            and not any(t.bound_ms for t in view.token_latency)):
         view.bound_ms = bound_ns / 1e6
         view.percentile = float(perf.effective.get("target_latency_percentile", 0.99)) * 100
     per_query = trace_latencies_ms(test_dir / TRACE_LOG)

@@ -67,10 +67,14 @@ def _bound(axes: Axes, bound_ms: float | None, vertical: bool = True) -> None:
 
 
 def latency_cdf(latency_ms: dict[str, float], bound_ms: float | None,
-                per_query_ms: npt.NDArray[np.float64] | None = None) -> str:
+                per_query_ms: npt.NDArray[np.float64] | None = None,
+                title: str = "") -> str:
     """The CDF through LoadGen's percentile records (min, p50 ... p99.9, max), the
-    empirical CDF of the per-query latencies when there are any, and the bound."""
+    empirical CDF of the per-query latencies when there are any, and the bound;
+    ``title`` names a latency other than the whole query's (TTFT, TPOT)."""
     figure, axes = _figure()
+    if title:
+        axes.set_title(title, fontsize=10)
     points = [(latency_ms["min"], 0.0)] if "min" in latency_ms else []
     points += [(latency_ms[p], q) for p, q in PERCENTILES.items() if p in latency_ms]
     if "max" in latency_ms:
@@ -91,7 +95,7 @@ def latency_cdf(latency_ms: dict[str, float], bound_ms: float | None,
                      label=f"mean {latency_ms['mean']:.4g} ms")
     _bound(axes, bound_ms)
     axes.set_xscale("log")  # latency tails span decades
-    axes.set_xlabel("latency (ms, log scale)")
+    axes.set_xlabel(f"{title or 'latency'} (ms, log scale)")
     axes.set_ylabel("fraction of queries")
     axes.set_ylim(0, 1.02)
     axes.grid(alpha=0.3)
