@@ -215,10 +215,16 @@ def _compact_table(results: list[RunResult], title: str) -> Table:
     columns = [c for c in ("benchmark", "scenario", "backend", "mode") if c not in shared]
     latencies = any(test.performance is not None and "ttft_p99_ns" in test.performance.tokens
                     for result in results for test in result.tests)
-    table = Table(title=title)
+    # No outer edge: four more columns for the cells, so an LLM test's row (its token
+    # latencies beside the bounds) fits COMPACT_WIDTH without cutting a cell.
+    table = Table(title=title, show_edge=False)
     for column in (*columns, "value", *((TOKEN_COLUMN,) if latencies else ()),
                    "validity", "accuracy", "submittable"):
-        table.add_column(column, no_wrap=column == TOKEN_COLUMN)
+        # Names and verdicts are never cut; the value and the token latencies wrap
+        # (at their spaces: "435.6 / tokens/s", "35,050.9>=2000 / 82.8<200").
+        wraps = column in ("value", TOKEN_COLUMN, "accuracy")
+        table.add_column(column, no_wrap=not wraps,
+                         overflow="fold" if column in ("value", TOKEN_COLUMN) else "ellipsis")
     for result in results:
         for test in result.tests:
             cells = {"benchmark": result.benchmark, "scenario": result.scenario,
