@@ -281,5 +281,22 @@ def _now() -> str:
 
 
 def lint(request: ConfigRequest, paths: Paths | None = None) -> LintReport:
-    """The pre-flight linter's findings on ``request`` (``LintReport.errors``: exit 1)."""
-    return lint_and_resolve(request, paths or find_paths())[0]
+    """The pre-flight linter's findings on ``request`` (``LintReport.errors``: exit 1),
+    with the refusal a run would give before its run directory: a backend that does not
+    serve the card's kind (``LINT-BACKEND``; ``suite lint --benchmark tinylm --backend
+    onnxruntime`` passed while ``suite run`` refused it)."""
+    from suite.findings import Finding, Severity
+
+    paths = paths or find_paths()
+    report, resolved = lint_and_resolve(request, paths)
+    if resolved is not None:
+        config = resolved[0]
+        try:
+            _refuse_wrong_kind(config.benchmark, config.backend,
+                               kinds.for_benchmark(paths, config.benchmark))
+        except ConfigError as exc:
+            report.findings.append(Finding(
+                rule="LINT-BACKEND", severity=Severity.ERROR, key="backend",
+                source=config.provenance.get("backend", "--backend"), message=exc.message,
+                hint=exc.hint))
+    return report
