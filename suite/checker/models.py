@@ -123,6 +123,12 @@ def detect_round(root: Path, paths: Paths) -> str:
     seen = Counter(_tree_seeds(root))
     if not seen and (named := _endpoints_round(root, paths, rounds)) is not None:
         return named
+    if not seen and not any(p.is_file() and not p.name.startswith(".")
+                            for p in root.rglob("*")):
+        # the shipped, empty submissions/: nothing to check yet (not an unknown round)
+        raise RoundError(f"{root}: no submission here yet (no files)",
+                         hint="build one: make submission (suite package), then "
+                         f"suite check {root}")
     if not seen:
         raise RoundError(f"{root}: no performance log with seeds, so the round is unknown",
                          hint="give the round: suite check --round v6.0|v6.1")

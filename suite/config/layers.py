@@ -98,7 +98,9 @@ def read_toml(path: Path) -> dict[str, Any]:
     try:
         data = read_limited(path, CONFIG_FILE_LIMIT, "config file")
     except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
+        raise ConfigError(f"config file {path} does not exist",
+                          hint="name an existing TOML file (keys as `suite config` prints "
+                          "them; see docs/configuration.md), or drop --config") from None
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
     return parse_toml(decode_utf8(data, str(path)), str(path))

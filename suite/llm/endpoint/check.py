@@ -22,7 +22,7 @@ from typing import Any
 from suite.errors import BackendError
 from suite.llm.endpoint.client import ClientSettings, EndpointClient, scrub
 
-HINT = ("start the engine (`suite serve tinylm --engine vllm` prints a URL) or fix "
+HINT = ("start the engine (`suite serve --benchmark tinylm --engine vllm` prints a URL) or fix "
         "backend.openai.urls / --url")
 #: A server that answers with an HTTP error is running: starting it is not the fix.
 ANSWERED_HINT = ("the server is running and refused the request: read its log (overloaded, "

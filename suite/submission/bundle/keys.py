@@ -78,6 +78,20 @@ def generate(out_dir: Path, secret: bytes, *, forbidden: list[Path]) -> tuple[Pa
     return private_path, public_path, key_id(key.public_key())
 
 
+def _missing_hint(path: Path, kind: str) -> str:
+    """What to do about a missing key file: a private key is made by ``suite keygen``; a
+    public one is the signer's, given by path (never looked up elsewhere: the key a
+    bundle is verified against is the one the user names), so the hint names where
+    ``suite keygen`` put this user's own."""
+    if kind == "private":
+        return "create one with `suite keygen`"
+    own = default_key_dir() / PUBLIC_NAME
+    if own.is_file() and path.name == PUBLIC_NAME:
+        return f"your own public key (from `suite keygen`) is {own}: --key {own}"
+    return ("give the path of the signer's public key (PEM), obtained out of band; yours "
+            f"from `suite keygen` would be {own}")
+
+
 def _key_bytes(path: Path, kind: str) -> bytes:
     """The key file's bytes; one clear line for a missing file, a directory, no access."""
     if path.is_dir():
@@ -87,8 +101,7 @@ def _key_bytes(path: Path, kind: str) -> bytes:
     try:
         return read_limited(path, KEY_FILE_LIMIT, f"{kind} key file")
     except FileNotFoundError:
-        raise KeyFileError(f"no {kind} key at {path}",
-                           hint="create one with `suite keygen`" if kind == "private" else "")\
+        raise KeyFileError(f"no {kind} key at {path}", hint=_missing_hint(path, kind)) \
             from None
     except OSError as exc:
         raise KeyFileError(f"cannot read the {kind} key {path}: {exc.strerror or exc}") \

@@ -47,6 +47,8 @@ def test_report_names_a_missing_directory_like_every_other_error(tmp_path: Path)
     ("run", "--benchmark", "digits", "--nosuch"),                                # usage
     ("lint", "--benchmark", "digits", "--set", "loadgen.min_durationms=5"),      # a finding
     ("show", "no-such-run-anywhere"),                                            # SuiteError
+    ("lint", "--config", "nosuch.toml"),                                         # no hint before
+    ("verify", "x.tar.gz", "--key", "signing.pub"),                              # as docs wrote it
 ])
 def test_every_error_has_one_style_and_a_hint(args: tuple[str, ...]) -> None:
     """Issue 40, item 10: errors came in three styles (`error LINT-…`, `error: … hint:`,
@@ -58,3 +60,31 @@ def test_every_error_has_one_style_and_a_hint(args: tuple[str, ...]) -> None:
     assert lines[first].startswith("error: ")
     assert lines[first + 1].startswith("  hint: ")
     assert "usage error" not in done.stderr + done.stdout
+
+
+def test_check_on_the_shipped_empty_submissions_says_there_is_nothing_yet(
+        tmp_path: Path) -> None:
+    """`make check` on the empty submissions/ said "the round is unknown"."""
+    (tmp_path / "submissions").mkdir()
+    (tmp_path / "submissions" / ".gitkeep").write_text("")
+    done = run_cli("check", str(tmp_path / "submissions"))
+    assert done.returncode == 1
+    assert "no submission here yet" in done.stderr and "round is unknown" not in done.stderr
+    assert "make submission" in done.stderr
+
+
+def test_the_endpoint_hint_is_a_command_that_parses() -> None:
+    """The hint said `suite serve tinylm --engine vllm`, itself a usage error."""
+    import shlex
+
+    import click
+
+    from suite.cli.app import app
+    from suite.llm.endpoint.check import HINT
+
+    command = HINT.split("`")[1]
+    argv = shlex.split(command)
+    assert argv[:2] == ["suite", "serve"]
+    serve = app.commands["serve"]
+    assert isinstance(serve, click.Command)
+    serve.make_context("serve", argv[2:])  # a usage error raises here
