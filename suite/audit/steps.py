@@ -13,6 +13,7 @@ import hashlib
 import json
 import random
 import tarfile
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +27,8 @@ from suite.audit.served import engine_differs, served_weights
 from suite.audit.system_step import provenance_step, system_step
 from suite.backends import BUILTIN
 from suite.errors import SuiteError
+from suite.harness.run import StageCallbacks
+from suite.harness.runner import StageCallback
 from suite.paths import Paths
 from suite.results import Status
 from suite.submission.bundle.archive import ENVELOPE_NAME, _unsafe, copy_bundle
@@ -81,17 +84,26 @@ def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir
     chosen: list[dict[str, Any]] = []
     with step(report, 4, "choice of results to replay"):
         chosen = _choose(results, rerun, report.bundle_sha256)
-    for claim in chosen:
-        say(f"step 4: replaying {claim['result']}")
+    for index, claim in enumerate(chosen, 1):
+        # A replay is a whole LoadGen run (minutes for a full-length one): say which of
+        # how many, each test and each setup stage as it starts, and how long it took.
+        what = f"{claim['result']} ({index} of {len(chosen)})"
+        say(f"step 4: replaying {what}")
         replay = None
         report.reran.append(claim["result"])
+        started = time.monotonic()
         with step(report, 4, f"replay of {claim['result']}"):
             replay = _replay(report, tree, paths, claim, runs_dir, tolerance, allow_backends,
-                             inputs)
+                             inputs, _stages(say, claim["result"]))
+        say(f"step 4: {what} done in {time.monotonic() - started:.0f} s: "
+            f"{report.checks[-1].found or '-'}")
         if replay is not None:
-            say(f"step 5: compliance tests for {claim['result']}")
+            say(f"step 5: compliance tests for {what}")
+            started = time.monotonic()
             with step(report, 5, f"compliance tests of {claim['result']}"):
-                _compliance(report, tree, paths, claim, replay, runs_dir, inputs)
+                _compliance(report, tree, paths, claim, replay, runs_dir, inputs,
+                            _stages(say, claim["result"]))
+            say(f"step 5: {what} done in {time.monotonic() - started:.0f} s")
     if not chosen and not rerun:
         report.add(4, "replay on this machine", True, ["not requested (--rerun)"], "skipped")
     if not any(c.step == 5 for c in report.checks):  # the steps are numbered without gaps
@@ -103,6 +115,18 @@ def audit(bundle: Path, public_key: Path, paths: Paths, work_dir: Path, runs_dir
     with step(report, 6, "provenance of the claims"):
         provenance_step(report, tree)
     return report
+
+
+def _stages(say: Say, result: str) -> StageCallbacks:
+    """The run's stage callbacks, said as the audit's progress: ``  RESULT: performance
+    test: loading model (3 s)``."""
+    started = time.monotonic()
+
+    def for_test(test: str) -> StageCallback:
+        say(f"  {result}: {test} test")
+        return lambda stage: say(f"  {result}: {test} test: {stage} "
+                                 f"({time.monotonic() - started:.0f} s)")
+    return for_test
 
 
 @contextmanager
@@ -247,7 +271,7 @@ def _replay_request(info: dict[str, Any], runs_dir: Path, data: AuditData,
 
 def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
             runs_dir: Path, tolerance: float, allow_backends: frozenset[str],
-            data: AuditData) -> Path | None:
+            data: AuditData, stages: StageCallbacks | None = None) -> Path | None:
     from suite.harness.kinds import for_benchmark
     from suite.harness.run import run
     from suite.scenarios import SPECS, Scenario
@@ -278,7 +302,7 @@ def _replay(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any]
                 f"({info['model_sha256']}); a replay would measure another computation"],
                 "refused")
             return None
-    replay = run(_replay_request(info, runs_dir, data, mode="all"))
+    replay = run(_replay_request(info, runs_dir, data, mode="all"), on_stage=stages)
     if served:
         differ = engine_differs(claims, replay.provenance)
         if differ:
@@ -333,7 +357,8 @@ def _claimed_validity(tree: Path, result: str) -> str:
 
 
 def _compliance(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
-                replay: Path, runs_dir: Path, data: AuditData) -> None:
+                replay: Path, runs_dir: Path, data: AuditData,
+                stages: StageCallbacks | None = None) -> None:
     from suite.config.rules import load_rules
     from suite.harness.run import run
 
@@ -341,7 +366,7 @@ def _compliance(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, 
     tests = load_rules(paths, info["round"]).benchmark(info["benchmark"]).compliance_tests
     for test in tests:
         outcome = run(_replay_request(info, runs_dir, data, compliance=test,
-                                      reference=replay))
+                                      reference=replay), on_stage=stages)
         comp = outcome.compliance
         passed = comp is not None and comp.passed
         verdicts = ", ".join(f"{k}: {v}" for k, v in comp.verdicts.items()) if comp else (

@@ -56,15 +56,18 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _audit(bundle: Path, pub: Path, tmp: Path, *args: str, allow: bool = True,
-           **env: str) -> tuple[int, dict]:
+           said: list[str] | None = None, **env: str) -> tuple[int, dict]:
     """``suite audit``, allowing the test's steady backend to be replayed unless
-    ``allow`` is False (the suite's own backends need no permission)."""
+    ``allow`` is False (the suite's own backends need no permission); ``said`` receives
+    its progress lines (stderr)."""
     report = tmp / "audit.json"
     allowed = ["--allow-backend", STEADY] if allow else []
     proc = run_cli("audit", str(bundle), "--key", str(pub), "--out", str(report),
                    "--runs-dir", str(tmp / "audit_runs"), *allowed, *args, timeout=900,
                    **(NO_GPU | env))
     assert report.is_file(), proc.stdout + proc.stderr
+    if said is not None:
+        said.extend(proc.stderr.splitlines())
     return proc.returncode, json.loads(report.read_text())
 
 
@@ -165,9 +168,15 @@ def test_inflated_throughput_fails_step_4(bundle: dict[str, Path], tmp_path: Pat
         log.write_text("\n".join(lines) + "\n")
 
     tampered = _resign(bundle, tmp_path, inflate)
+    said: list[str] = []
     code, report = _audit(tampered, bundle["pub"], tmp_path, "--rerun", "digits/Offline",
-                          *TOLERANCE)
+                          *TOLERANCE, said=said)
     assert code == 2
+    # progress while the replay runs (issue 40, item 13: 147 s without a line)
+    assert any(line.startswith("step 4: replaying ") and line.endswith("(1 of 1)")
+               for line in said), said
+    assert any(": performance test: " in line for line in said), said  # its setup stages
+    assert any(line.startswith("step 4: ") and " done in " in line for line in said), said
     [replay] = [c for c in report["checks"] if c["step"] == 4]
     assert _speed_only(replay), replay  # a replay that ran and was compared, or INVALID
     timing_assert(replay["result"] != "INVALID", f"the replay was INVALID: {replay['evidence']}")
