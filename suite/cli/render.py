@@ -58,6 +58,7 @@ def print_results(results: list[RunResult], *, wide: bool) -> None:
     every column. Off a terminal (a CI log, a pipe) the table is laid out for that width.
     """
     import sys
+    import textwrap
 
     from rich.markup import escape
 
@@ -68,7 +69,11 @@ def print_results(results: list[RunResult], *, wide: bool) -> None:
     console = stdout(width)
     console.print(results_table(results, compact=not wide))
     for note in run_notes(results):
-        console.print(f"  - {escape(note)}", soft_wrap=True)
+        # Wrapped to the table's width at spaces only: a path or a key is never broken
+        # (one longer than the line stays whole, so it can still be copied).
+        console.print(escape(textwrap.fill(note, width=console.width, initial_indent="  - ",
+                                           subsequent_indent="    ", break_long_words=False,
+                                           break_on_hyphens=False)), soft_wrap=True)
 
 
 def print_tune(report: TuneReport, benchmark: str, backend: str) -> None:
