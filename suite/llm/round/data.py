@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from suite.errors import DatasetError
+from suite.paths import install_hint
 
 _HINT = "give the official file (see docs/llm-round.md) with --dataset-path"
 
@@ -135,7 +136,7 @@ def _parquet(pd: Any, path: Path) -> list[dict[str, Any]]:
             frame = pd.read_parquet(path)
     except ImportError:
         raise DatasetError(f"reading {path} (parquet) needs pyarrow or fastparquet",
-                           hint="pip install -e '.[reasoning]'") from None
+                           hint=install_hint("reasoning")) from None
     except Exception as exc:
         raise DatasetError(f"{path}: not a parquet table ({type(exc).__name__}: {exc})",
                            hint=_HINT) from None

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from suite.errors import SuiteError
+from suite.paths import install_hint
 
 _UNITS = ("degree", "cm", "centimeter", "meter", "mile", "second", "minute", "hour", "day",
           "week", "month", "year", "foot", "feet", "inch", "yard")
@@ -31,7 +32,7 @@ _TUPLE = "()[]"
 
 def _needs(package: str) -> SuiteError:
     return SuiteError(f"grading MATH500 answers as the reference does needs {package}",
-                      hint="pip install -e '.[reasoning]'")
+                      hint=install_hint("reasoning"))
 
 
 # ---------------------------------------------------------------- Hendrycks' MATH rules
