@@ -96,8 +96,10 @@ def fit(message: str, width: int) -> list[str]:
     import textwrap
 
     indent = message[:len(message) - len(message.lstrip())]
-    return textwrap.wrap(message, width, subsequent_indent=indent + "    ",
-                         break_long_words=False, break_on_hyphens=False) or [""]
+    lines = textwrap.wrap(message, width, subsequent_indent=indent + "    ",
+                          break_long_words=False, break_on_hyphens=False) or [""]
+    # A word (a path) too long for its indented line starts at the margin instead.
+    return [line.lstrip() if len(line) > width else line for line in lines]
 
 
 def print_tune(report: TuneReport, benchmark: str, backend: str,

@@ -227,10 +227,10 @@ class Tuner:
                 # --max-qps cap where that is lower.
                 rate = min(0.8 * offline_rate, max_qps or math.inf)
                 wait_us = tuned_max_wait_us(cost, bound_us / 1e6, batch, count, rate)
-                self.say(f"  batch {batch}, {count} {model}: {cost.fixed_s * 1e6:,.0f} us "
-                         f"+ {cost.per_sample_s * 1e6:.2f} us/sample -> max_wait_us "
-                         f"{wait_us}")
                 candidates.append(Setup(batch, count, model, wait_us))
+                self.say(f"  {candidates[-1].label()}: a call takes {cost.fixed_s * 1e6:,.0f}"
+                         f" us + {cost.per_sample_s * 1e6:.2f} us/sample -> max_wait_us "
+                         f"{wait_us}")
         runner = _ServerRunner(self)
         seen = search(runner, candidates, offline_rate, steps, max_qps, self.say)
         self.report.server = seen
@@ -323,7 +323,7 @@ class _ServerRunner:
 
 
 def _asked(rate: float, setup: Setup, duration_ms: int | None) -> str:
-    length = f"{duration_ms / 1000:g} s" if duration_ms else "official duration"
+    length = f"{duration_ms / 1000:.1f} s" if duration_ms else "official duration"
     return f"{rate:,.0f} QPS, {setup.label()}, {length}"
 
 

@@ -10,8 +10,8 @@ The search, for each worker setup (batch size x workers x worker model):
 
 * halve the rate from its start until a probe is VALID, then bisect upwards. The first
   setup starts at half the Offline rate (or ``max_qps``); a later one at twice the best
-  VALID rate seen so far, so a search over several setups does not re-probe rates far
-  above anything that held;
+  VALID rate seen so far and stops halving below half of it, so a search over several
+  setups probes neither far above anything that held nor where it cannot win;
 * every VALID probe is kept (``Search.valid``), best rate first.
 
 Confirming: a run at the best VALID probe's rate and setup; if it is INVALID, the rate
@@ -123,12 +123,14 @@ def probe_ms_for(rate: float, floor_ms: int) -> int:
 
 
 def highest_valid(probe: Callable[[float], bool], start: float, hi: float,
-                  steps: int) -> float:
-    """Halve from ``start`` (at most ``hi``) until ``probe`` is VALID, at most 10 times,
-    then bisect ``steps`` times between that rate and the lowest INVALID one, never above
-    ``hi``; 0 when nothing was VALID."""
+                  steps: int, floor: float = 0.0) -> float:
+    """Halve from ``start`` (at most ``hi``) until ``probe`` is VALID, at most 10 times and
+    never below ``floor``, then bisect ``steps`` times between that rate and the lowest
+    INVALID one, never above ``hi``; 0 when nothing was VALID."""
     lo, rate = 0.0, min(start, hi)
     for _ in range(10):
+        if rate < floor:
+            break
         if probe(rate):
             lo = rate
             break
@@ -156,7 +158,8 @@ def search(runner: ServerProbes, setups: list[Setup], offline_rate: float, steps
 
         best = max((p.rate for p in seen.valid), default=0.0)
         start = 2 * best if best else offline_rate / 2
-        found = highest_valid(probe, start, cap, steps)
+        # Below half the best rate a setup cannot win: its slow probes would only cost.
+        found = highest_valid(probe, start, cap, steps, floor=best / 2)
         say(f"{setup.label()}: highest VALID probe "
             + (f"{found:,.0f} QPS" if found else "none"))
     return seen

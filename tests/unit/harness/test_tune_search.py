@@ -191,3 +191,12 @@ def test_tune_output_fits_the_width(columns: int) -> None:
         lines = fit(message, columns)
         assert all(len(line) <= columns for line in lines), lines
         assert " ".join(line.strip() for line in lines) == " ".join(message.split())
+
+
+def test_a_later_setup_stops_halving_below_half_the_best_rate() -> None:
+    fake = FakeProbes({ONE: 1_000, TWO: 100})
+    seen = search(fake, [ONE, TWO], 64_000, steps=3)
+    best = seen.best_per_setup()[ONE]
+    asked_two = [rate for rate, setup in fake.asked if setup == TWO]
+    assert min(asked_two) >= best / 2
+    assert TWO not in seen.best_per_setup()
