@@ -44,7 +44,9 @@ def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], syste
                  runs_dir: Path | None, probe_ms: int, confirm_ms: int | None, batch_sizes: str,
                  worker_counts: str, worker_models: str, steps: int, max_qps: float | None,
                  concurrency: str, urls: tuple[str, ...], fresh: bool, quick: bool) -> int:
-    """Find Offline expected QPS, stream latency hints and the highest VALID Server rate."""
+    """Find Offline expected QPS, stream latency hints and the highest VALID Server rate
+    (with its batch size and workers). Exits 2 when no confirming Server run was VALID:
+    the verdict then names the VALID probes and their run directories."""
     from rich.markup import escape
 
     from suite.api import TuneOptions, tune
