@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from suite.backends import backend_class
 from suite.config.loader import ConfigRequest, load_config
@@ -13,8 +14,8 @@ from suite.paths import Paths
 from tests.conftest import run_cli
 
 
-def _workers(paths: Paths, **request: object) -> tuple[int, str]:
-    config, _ = load_config(ConfigRequest(scenario="server", **request), paths)  # type: ignore[arg-type]
+def _workers(paths: Paths, **request: Any) -> tuple[int, str]:
+    config, _ = load_config(ConfigRequest(scenario="server", **request), paths)
     return config.sut.workers, config.provenance["sut.workers"]
 
 
