@@ -234,9 +234,9 @@ class Tuner:
         runner = _ServerRunner(self)
         seen = search(runner, candidates, offline_rate, steps, max_qps, self.say)
         self.report.server = seen
-        if not seen.valid:
-            raise TuneFailed("no Server probe was VALID", hint="lower the batch sizes, or "
-                             f"check the backend's latency against the bound; {self.look()}")
+        if not seen.valid:  # a verdict on this system, not an error
+            self.report.unconfirmed = unconfirmed_verdict(seen, self.probes_dir)
+            return 0.0
         best = seen.valid[0]
         if max_qps is not None and best.rate >= max_qps:
             self.say(f"  {best.rate:,.0f} QPS is the --max-qps cap and was VALID: the "

@@ -99,8 +99,16 @@ def _probe_ref(probe: Probe) -> str:
 
 def unconfirmed_verdict(search: Search, probes_dir: Path | None) -> list[str]:
     """The verdict when no confirming run was VALID: the VALID probes and the confirming
-    runs, each with LoadGen's figures and its run directory."""
+    runs (or, with no VALID probe, the lowest rate probed), each with LoadGen's figures
+    and its run directory."""
     where = f" (run directories under {probes_dir})" if probes_dir else ""
+    if not search.valid:
+        lowest = min(search.probes, key=lambda p: p.rate, default=None)
+        return [f"Server: no probe was VALID, so no target_qps is claimed{where}.",
+                *(["the lowest rate probed:", _probe_ref(lowest)
+                   + (f" ({lowest.result.why})" if lowest.result.why else "")]
+                  if lowest else []),
+                "lower --batch-sizes, or check the backend's latency against the bound"]
     lines = [f"Server: no confirming run was VALID, so no target_qps is claimed{where}.",
              "VALID probes (short runs; LoadGen's figures):"]
     lines += [_probe_ref(p) for p in search.valid[:5]]

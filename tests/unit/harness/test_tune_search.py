@@ -200,3 +200,12 @@ def test_a_later_setup_stops_halving_below_half_the_best_rate() -> None:
     asked_two = [rate for rate, setup in fake.asked if setup == TWO]
     assert min(asked_two) >= best / 2
     assert TWO not in seen.best_per_setup()
+
+
+def test_with_no_valid_probe_the_verdict_names_the_lowest_rate_probed(tmp_path: Path) -> None:
+    fake = FakeProbes({ONE: 0})
+    seen = confirm(fake, search(fake, [ONE], 64_000, steps=3))
+    text = "\n".join(unconfirmed_verdict(seen, tmp_path))
+    lowest = min(seen.probes, key=lambda p: p.rate)
+    assert "Server: no probe was VALID" in text and str(tmp_path) in text
+    assert f"{lowest.rate:,.0f} QPS" in text and Path(lowest.result.run_dir).name in text
