@@ -1,5 +1,10 @@
 """Server worker count per backend: quick digits Server runs at given rates with 1 and 2
-workers, interleaved over rounds, every figure read from LoadGen's detail log.
+workers, interleaved over rounds, every figure read from LoadGen's logs: its verdict and
+p99 from the detail log; from its trace (``loadgen.enable_trace``) the SUT-side p99, of
+each sample's ``issue_to_done`` (LoadGen issued it -> the SUT completed it), and the p99
+of ``issue_delay`` (scheduled -> issued: LoadGen's own thread, late on a busy machine).
+Both are the "Latency" counter events of ``loadgen/loadgen.cc``
+(``ResponseDelegateDetailed::SampleComplete``, mlcommons/inference).
 
 The figures behind a backend's ``scenario_defaults`` (``suite/backends/pytorch.py``:
 torch's Server default of 1 worker; docs/tuning.md "Worker count per backend").
@@ -34,15 +39,30 @@ def detail(run_dir: Path) -> dict[str, object]:
     return values
 
 
+def trace_p99(run_dir: Path) -> dict[str, float]:
+    """p99 (ms) of each sample's ``issue_to_done`` and ``issue_delay`` in LoadGen's trace."""
+    # Line by line: the file is not valid JSON as a whole (LoadGen writes its LogDetail
+    # keys double-quoted twice), while each "Latency" event is one JSON line.
+    text = (run_dir / "performance" / "mlperf_log_trace.json").read_text()
+    latency = [json.loads(line.rstrip(","))["args"] for line in text.splitlines()
+               if line.startswith('{"name":"Latency"')]
+    out = {}
+    for key in ("issue_to_done", "issue_delay"):
+        values = sorted(args[key] for args in latency)
+        out[f"{key}_p99_ms"] = values[int(0.99 * len(values))] / 1e6  # LoadGen: sorted[n p]
+    return out
+
+
 def one(backend: str, rate: int, workers: int, runs: Path) -> dict[str, object]:
     before = set(runs.glob("*")) if runs.exists() else set()
     subprocess.run([sys.executable, "-m", "suite", "run", "--benchmark", "digits",
                     "--scenario", "server", "--backend", backend, "--quick",
                     "--set", f"loadgen.target_qps={rate}", "--set", f"sut.workers={workers}",
-                    "--runs-dir", str(runs)], capture_output=True, check=False)
+                    "--set", "loadgen.enable_trace=true", "--runs-dir", str(runs)],
+                   capture_output=True, check=False)
     (run_dir,) = set(runs.glob("*")) - before
     return {"rate": rate, "workers": workers, "load1": os.getloadavg()[0], **detail(run_dir),
-            "run_dir": str(run_dir)}
+            **trace_p99(run_dir), "run_dir": str(run_dir)}
 
 
 def main() -> None:
@@ -60,17 +80,20 @@ def main() -> None:
                 row = one(args.backend, rate, workers, runs)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    print(f"\n{args.backend}: digits quick Server, LoadGen p99 (ms) per run, median; "
-          f"VALID runs of all")
+    print(f"\n{args.backend}: digits quick Server, ms per run (median); VALID runs of all")
     for rate in map(int, args.rates.split(",")):
         for workers in map(int, args.workers.split(",")):
             mine = [r for r in rows if r["rate"] == rate and r["workers"] == workers]
-            p99 = [float(r["result_99.00_percentile_latency_ns"]) / 1e6  # type: ignore[arg-type]
-                   for r in mine]
             valid = sum(r["result_validity"] == "VALID" for r in mine)
-            print(f"  {rate:>5} QPS, {workers} worker(s): p99 "
-                  f"{', '.join(f'{v:.1f}' for v in p99)} (median {statistics.median(p99):.1f})"
-                  f"; VALID {valid}/{len(mine)}")
+            figures = []
+            for label, key, scale in (("p99", "result_99.00_percentile_latency_ns", 1e6),
+                                      ("SUT-side p99", "issue_to_done_p99_ms", 1),
+                                      ("issue-delay p99", "issue_delay_p99_ms", 1)):
+                values = [float(r[key]) / scale for r in mine]  # type: ignore[arg-type]
+                figures.append(f"{label} {'/'.join(f'{v:.1f}' for v in values)} "
+                               f"(median {statistics.median(values):.1f})")
+            print(f"  {rate:>5} QPS, {workers} worker(s): {'; '.join(figures)}; "
+                  f"VALID {valid}/{len(mine)}")
 
 
 if __name__ == "__main__":
