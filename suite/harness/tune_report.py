@@ -115,8 +115,9 @@ def unconfirmed_verdict(search: Search, probes_dir: Path | None) -> list[str]:
     lines.append("confirming runs, all INVALID:")
     lines += [_probe_ref(p) + (f" ({p.result.why})" if p.result.why else "")
               for p in search.confirming]
-    lines.append("rerun `suite tune` on a quieter machine, or run at a VALID probe's rate "
-                 "with --set loadgen.target_qps=<rate>")
+    lines.append("rerun `suite tune --fresh` on a quieter machine (without --fresh it "
+                 "reuses these runs), or run at a VALID probe's rate with --set "
+                 "loadgen.target_qps=<rate>")
     return lines
 
 
