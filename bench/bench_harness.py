@@ -128,6 +128,9 @@ def server_max_valid(backend: str, offline_rate: float, runs_dir: Path, probe_ms
     except RuntimeError as exc:  # no rate confirmed VALID: that is the figure, 0
         say(f"search failed: {exc}")
         return 0.0
+    if not qps:  # no confirming run was VALID: that is the figure, 0 (and the verdict)
+        log.extend(tuner.report.unconfirmed)
+        return 0.0
     log.extend(f"chosen {c.key} = {c.value}" for c in tuner.report.choices["server"])
     return qps
 

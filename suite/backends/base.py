@@ -161,6 +161,12 @@ class BackendCore:
     install: ClassVar[str] = ""
     #: Whether the backend needs an NVIDIA GPU whatever its options.
     requires_gpu: ClassVar[bool] = False
+    #: Settings this backend runs a scenario with where the user set none: scenario name
+    #: (``Scenario.value``) -> {dotted key: value}. They apply above the scenario file's
+    #: top-level tables and below everything else (its ``[benchmarks.<name>]`` tables,
+    #: tuned settings, ``--config``, ``--set``), recorded as "default for <name>". Each
+    #: must come from a measurement named where it is declared (docs/tuning.md).
+    scenario_defaults: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     def __init__(self, options: BackendOptions | None = None) -> None:
         self.options = options if options is not None else self.Options()

@@ -27,7 +27,8 @@ SUT page-locked buffers, so a batch gathered there is copied to the device direc
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -130,6 +131,11 @@ class TorchBackend(BackendBase):
     extra = "torch"
     # A bare `pip install torch` pulls a multi-GB CUDA build on CPU machines.
     install = TORCH_INSTALL
+    # One Server worker: a small model's eager call is mostly Python under the GIL, and a
+    # second worker thread contends with it; measured in docs/tuning.md ("Worker count
+    # per backend", bench/bench_server_workers.py).
+    scenario_defaults: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "server": {"sut.workers": 1}}
 
     def __init__(self, options: BackendOptions | None = None) -> None:
         super().__init__(options)

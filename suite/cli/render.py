@@ -76,23 +76,79 @@ def print_results(results: list[RunResult], *, wide: bool) -> None:
                                            break_on_hyphens=False)), soft_wrap=True)
 
 
-def print_tune(report: TuneReport, benchmark: str, backend: str) -> None:
-    """The chosen settings as a table on stdout, then the bookkeeping on stderr."""
+#: Columns of progress lines where neither ``COLUMNS`` nor a narrower terminal says.
+TEXT_WIDTH = 100
+
+
+def text_width() -> int:
+    """The width progress lines fit: ``COLUMNS`` where set, else the terminal's width
+    capped at ``TEXT_WIDTH``, and ``TEXT_WIDTH`` piped."""
+    import os
+    import sys
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= 40:
+        return int(columns)
+    if sys.stderr.isatty():
+        return min(TEXT_WIDTH, os.get_terminal_size(sys.stderr.fileno()).columns)
+    return TEXT_WIDTH
+
+
+def fit(message: str, width: int) -> list[str]:
+    """``message`` as lines of at most ``width`` columns, continued 4 columns further in.
+    Words are never broken, so a path stays whole (a path longer than the width is the
+    one thing that can exceed it)."""
+    import textwrap
+
+    indent = message[:len(message) - len(message.lstrip())]
+    lines = textwrap.wrap(message, width, subsequent_indent=indent + "    ",
+                          break_long_words=False, break_on_hyphens=False) or [""]
+    # A word (a path) too long for its indented line starts at the margin instead.
+    return [line.lstrip() if len(line) > width else line for line in lines]
+
+
+def print_tune(report: TuneReport, benchmark: str, backend: str,
+               width: int | None = None) -> None:
+    """The chosen settings as a table on stdout; then on stderr the runs behind them, the
+    scenario-file lines it proposes, the verdict when Server was not confirmed, and the
+    bookkeeping; all within ``width`` (default: ``text_width()``)."""
+    from pathlib import Path
+
     from rich.markup import escape
     from rich.table import Table
 
     from suite.cli.console import stderr, stdout
 
+    width = width or text_width()
     table = Table(title=f"tuned {benchmark} on {backend} for system '{report.system}'")
     for column in ("scenario", "key", "value", "why"):
         table.add_column(column)
     for scenario, choices in report.choices.items():
         for choice in choices:
             table.add_row(scenario, choice.key, str(choice.value), escape(choice.why))
-    stdout().print(table)
+    if report.choices:
+        stdout(width).print(table)
     err = stderr()
-    err.print(f"probes run: {report.probes_run}, reused from cache: {report.probes_cached}")
-    err.print(f"written: {report.settings_file} (suite run picks it up on this system)")
+
+    def say(message: str) -> None:
+        for line in fit(message, width):
+            err.print(escape(line), highlight=False)
+
+    evidence = [(s, c) for s, choices in report.choices.items() for c in choices if c.run_dir]
+    if evidence:
+        say("the runs behind them" + (f", under {report.probes_dir}:" if report.probes_dir
+                                       else ":"))
+        for scenario, choice in evidence:
+            say(f"  {scenario} {choice.key}: {Path(choice.run_dir).name}")
+    if report.proposal:
+        say("to make this setup every system's default, add to the scenario file:")
+        for line in report.proposal:
+            say(f"  {line}")
+    for line in report.unconfirmed:
+        say(line)
+    say(f"probes run: {report.probes_run}, reused from cache: {report.probes_cached}")
+    if report.settings_file is not None:
+        say(f"written: {report.settings_file} (suite run picks it up on this system)")
 
 
 def print_package(done: PackageResult, *, unofficial: bool) -> None:

@@ -5,9 +5,11 @@ Layers, lowest to highest precedence (each later layer overrides earlier ones ke
 1. built-in defaults of the models below;
 2. ``run_rules/<round>.toml``: what the round fixes (overriding any of these makes the
    run non-submittable);
-3. ``scenarios/<scenario>.toml``: its top-level tables, then ``[benchmarks.<name>]``;
-   then ``scenarios/systems/<system>/<backend>.toml`` if ``suite tune`` wrote one for
-   this system (``[benchmarks.<name>.scenarios.<scenario>]``);
+3. ``scenarios/<scenario>.toml``: its top-level tables, then the backend's own defaults
+   for the scenario (``scenario_defaults``, recorded as "default for <backend>"), then
+   the file's ``[benchmarks.<name>]``; then ``scenarios/systems/<system>/<backend>.toml``
+   if ``suite tune`` wrote one for this system
+   (``[benchmarks.<name>.scenarios.<scenario>]``);
 4. with ``--quick``: the ``[quick]`` tables of the scenario file (durations in seconds);
 5. the user config file (``--config``): top level, ``[benchmarks.<name>]``,
    ``[scenarios.<scenario>]``;
@@ -219,7 +221,9 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
     normal, quick = layers_from_table(
         read_toml(scenario_file), f"scenarios/{scenario.value}.toml", ctx, False
     )
-    layers += normal
+    # The backend's own defaults sit above the scenario file's top-level tables (what
+    # every backend gets) and below its [benchmarks.<name>] tables and everything after.
+    layers += normal[:1] + _backend_defaults(request.backend, scenario) + normal[1:]
     system = request.system or os.environ.get("SUITE_SYSTEM") or default_system_name()
     tuned_file = tuned_settings_path(paths, system, request.backend)
     if request.use_tuned and tuned_file.is_file():
@@ -289,6 +293,12 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
         rules=run_rules,
     )
     return config, rules
+
+
+def _backend_defaults(backend: str, scenario: Scenario) -> list[Layer]:
+    """The backend's ``scenario_defaults`` for ``scenario`` as a layer (none: [])."""
+    defaults = backend_class(backend).scenario_defaults.get(scenario.value)
+    return [(f"default for {backend}", dict(defaults))] if defaults else []
 
 
 def _stand_in_layer(request: ConfigRequest, paths: Paths, scenario: Scenario) -> Layer:

@@ -8,19 +8,19 @@ a confirming run last, and write them where ``suite run`` picks them up.
 * Server: for each candidate ``max_batch_size``, ``max_wait_us`` is derived from the
   latency bound and the batch latency measured on the backend
   (``sut.server_policy.tuned_max_wait_us``: -1, derived at each run's warm-up, wherever the
-  run's policy would cap or pace the batches),
-  then, for each candidate worker setup, a bisection finds the highest ``target_qps``
-  that stays VALID
-  (latency percentile and early stopping both count; a probe is long enough for
-  early stopping's 459 queries). The best pair wins. ``max_qps`` caps the search: a
-  probe issues ``target_qps`` x its duration queries, and a backend served elsewhere may
-  not be ours to flood.
+  run's policy would cap or pace the batches); then, for each worker setup (by default 1,
+  2 and the cores' count of the configured worker model), ``tune_search`` finds the
+  highest ``target_qps`` that stays VALID (latency percentile and early stopping both
+  count; a probe is long enough for early stopping's queries). ``max_qps`` caps the
+  search: a probe issues ``target_qps`` x its duration queries, and a backend served
+  elsewhere may not be ours to flood.
 
 Every probe is a real LoadGen run through ``api.run``; its outcome is cached under the
 probe's full settings, so an interrupted search resumes and a second invocation
 reuses the probes. The confirming run uses the official duration unless told
-otherwise; if it is INVALID the rate steps down 10 % and confirms again (a longer run
-meets more of a shared machine's hiccups than a probe does).
+otherwise (never shorter than early stopping needs at its rate); if it stays INVALID
+``tune_search.confirm`` backs off, and with no VALID confirming run the report's verdict
+names the VALID probes and their logs instead of a claim (``TuneReport.unconfirmed``).
 """
 
 from __future__ import annotations
@@ -28,58 +28,40 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from suite import backends
-from suite.config.loader import ConfigRequest, default_system_name, tuned_settings_path
-from suite.config.model import RunConfig
+from suite.config.loader import ConfigRequest, default_system_name
+from suite.config.model import MAX_WORKERS, RunConfig
 from suite.errors import TuneFailed
 from suite.harness.run import prepare, run
 from suite.harness.sut.server_policy import BatchCost, tuned_max_wait_us
 from suite.harness.tune_options import TuneOptions
+from suite.harness.tune_report import (
+    Choice,
+    TuneReport,
+    probe_line,
+    proposal_lines,
+    unconfirmed_verdict,
+    write_settings,
+)
+from suite.harness.tune_search import ProbeResult, Setup, confirm, probe_ms_for, search
 from suite.models import ModelCard, check_model, load_card
 from suite.paths import Paths
-from suite.results import Status
+from suite.results import PerformanceSummary, Status, TestResult
 from suite.scenarios import Scenario
 from suite.version import __version__
 
-_PROBES = "look at the probe runs under <runs>/tune-probes/ (their STATUS and logs)"
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    valid: bool
-    metric: float | None
-    mean_latency_ms: float | None
-    run_dir: str
-    cached: bool = False
-
-
-@dataclass
-class Choice:
-    """A tuned value with the evidence behind it."""
-
-    key: str
-    value: float | int | str
-    why: str
-
-
-@dataclass
-class TuneReport:
-    system: str
-    backend: str
-    benchmark: str
-    choices: dict[str, list[Choice]] = field(default_factory=dict)
-    probes_run: int = 0
-    probes_cached: int = 0
-    settings_file: Path | None = None
+# Re-exported: the LLM sweep and older callers import them from here.
+__all__ = ["Choice", "ProbeCache", "ProbeResult", "TuneReport", "Tuner", "tune",
+           "write_settings"]
 
 
 class ProbeCache:
@@ -132,35 +114,39 @@ class Tuner:
             system=self.system, use_tuned=False,  # probes must not depend on a previous tune
         )
 
-    def probe(self, scenario: str, sets: dict[str, Any], quick: bool = True) -> ProbeResult:
-        """One LoadGen run with ``sets``, or its cached outcome."""
+    @property
+    def probes_dir(self) -> Path:
+        return self.runs_dir / "tune-probes"
+
+    def look(self) -> str:
+        """The hint of a failed search: where the probes' logs are."""
+        return f"look at the probe runs under {self.probes_dir} (their STATUS and logs)"
+
+    def probe(self, scenario: str, sets: dict[str, Any], quick: bool = True,
+              asked: str = "") -> ProbeResult:
+        """One LoadGen run with ``sets``, or its cached outcome; ``asked`` describes it
+        in the progress line (default: the settings)."""
         signature = json.dumps([__version__, self.system, self.benchmark, self.backend,
                                 self.model_sha, scenario, quick, sorted(sets.items())])
         key = hashlib.sha256(signature.encode()).hexdigest()[:24]
+        asked = asked or ", ".join(f"{k.split('.')[-1]} {v}" for k, v in sets.items())
         cached = self.cache.get(key)
         if cached is not None:
             self.report.probes_cached += 1
-            self.say(f"  {scenario} {sets}: cached ({'VALID' if cached.valid else 'INVALID'})")
+            self.say(probe_line(scenario, asked, cached))
             return cached
         result = run(self._request(scenario, sets, quick))
         test = result.tests[0]
-        perf = test.performance
-        mean = perf.latency_ns.get("mean") if perf else None
-        outcome = ProbeResult(
-            valid=test.status is Status.VALID,
-            metric=perf.metric_value if perf else None,
-            mean_latency_ms=mean / 1e6 if mean else None,
-            run_dir=result.run_dir,
-        )
+        outcome = _outcome(test, result.run_dir)
         stalled = bool(test.failures) and test.failures[0].get("kind") == "watchdog_timeout"
         if test.status is Status.INTERRUPTED or (test.status is Status.FAILED and not stalled):
-            raise TuneFailed(f"probe failed: {test.message} ({result.run_dir})", hint=_PROBES)
+            raise TuneFailed(f"probe failed: {test.message} ({result.run_dir})",
+                             hint=self.look())
         if stalled:  # a stalled batch is a latency failure at this rate, not a dead end
             self.say(f"  probe stalled ({test.message}): counted as INVALID")
         self.cache.put(key, outcome)
         self.report.probes_run += 1
-        self.say(f"  {scenario} {sets}: {'VALID' if outcome.valid else 'INVALID'} "
-                 f"metric={outcome.metric}")
+        self.say(probe_line(scenario, asked, outcome))
         return outcome
 
     # -- scenarios --------------------------------------------------------------------
@@ -185,51 +171,54 @@ class Tuner:
             expected = aim
         for _ in range(6):
             got = self.probe("offline", {"loadgen.min_duration_ms": self.probe_ms,
-                                         "loadgen.expected_qps": round(expected, 1)})
+                                         "loadgen.expected_qps": round(expected, 1)},
+                             asked=f"expected_qps {expected:,.0f}, {self.probe_ms / 1000:g} s")
             if got.valid and got.metric:
                 self._choose("offline", "loadgen.expected_qps", round(got.metric, 1),
                              f"a {self.probe_ms} ms probe at expected_qps {expected:,.0f} was "
-                             f"VALID at {got.metric:,.0f} samples/s ({got.run_dir})")
+                             f"VALID: LoadGen {got.metric:,.0f} samples/s", got.run_dir)
                 return got.metric
             if not got.metric:
                 break
             # Too fast (the run ended early) or too slow: aim at the measured rate.
             expected = got.metric * 1.05
-        raise TuneFailed("could not find a VALID Offline probe", hint=_PROBES)
+        raise TuneFailed("could not find a VALID Offline probe", hint=self.look())
 
     def stream(self, scenario: str) -> float:
         config = prepare(self._request(scenario, {}), self.paths).config
         hint = config.loadgen.expected_latency_ms
         for _ in range(6):
             got = self.probe(scenario, {"loadgen.min_duration_ms": self.probe_ms,
-                                        "loadgen.expected_latency_ms": round(hint, 6)})
+                                        "loadgen.expected_latency_ms": round(hint, 6)},
+                             asked=f"expected_latency {hint:.3g} ms, {self.probe_ms / 1000:g} s")
             if got.valid and got.mean_latency_ms:
                 value = round(got.mean_latency_ms, 6)
                 self._choose(scenario, "loadgen.expected_latency_ms", value,
-                             f"mean latency {value} ms in a VALID {self.probe_ms} ms probe "
-                             f"({got.run_dir})")
+                             f"LoadGen's mean latency {value} ms in a VALID {self.probe_ms} "
+                             "ms probe", got.run_dir)
                 return value
             if not got.mean_latency_ms:
                 break
             hint = got.mean_latency_ms * 0.8  # a little low: over-generating is harmless
-        raise TuneFailed(f"could not find a VALID {scenario} probe", hint=_PROBES)
+        raise TuneFailed(f"could not find a VALID {scenario} probe", hint=self.look())
 
     def server(self, offline_rate: float, batch_sizes: list[int], steps: int,
                counts: list[int] | None = None, models: list[str] | None = None,
                setups: list[tuple[str, int]] | None = None,
                max_qps: float | None = None) -> float:
-        """The highest VALID Server rate over ``batch_sizes`` x worker setups, confirmed,
-        with the setup that reached it.
+        """The highest Server rate over ``batch_sizes`` x worker setups that a confirming
+        run found VALID, with the setup that reached it (0.0: none was confirmed, and
+        ``report.unconfirmed`` says why, naming the VALID probes).
 
         A worker setup is ``(sut.worker_model, sut.workers)``: ``setups`` names them,
-        else every pair of ``models`` x ``counts`` (each defaulting to the configured one).
-        No probe asks for more than ``max_qps``.
+        else every pair of ``models`` x ``counts`` (default: the configured model, and
+        ``worker_counts``). No probe asks for more than ``max_qps``.
         """
         config = prepare(self._request("server", {}), self.paths).config
         bound_us = config.loadgen.latency_bound_ms * 1000
         setups = setups or [(model, count) for model in models or [config.sut.worker_model]
-                            for count in counts or [config.sut.workers]]
-        best: tuple[float, dict[str, Any]] | None = None
+                            for count in counts or worker_counts(config.sut.workers)]
+        candidates = []
         for batch in batch_sizes:
             cost = self._batch_cost(batch)
             for model, count in setups:
@@ -238,78 +227,44 @@ class Tuner:
                 # --max-qps cap where that is lower.
                 rate = min(0.8 * offline_rate, max_qps or math.inf)
                 wait_us = tuned_max_wait_us(cost, bound_us / 1e6, batch, count, rate)
-                self.say(f"  server batch {batch}, {count} worker {model}: measured "
-                         f"{cost.fixed_s * 1e6:.0f} us + "
-                         f"{cost.per_sample_s * 1e6:.2f} us per sample -> max_wait_us "
-                         f"{wait_us} ({_wait_reason(wait_us, bound_us)})")
-                sets: dict[str, Any] = {"sut.max_batch_size": batch, "sut.max_wait_us": wait_us,
-                                        "sut.workers": count, "sut.worker_model": model}
-                lo = self._highest_valid(offline_rate, sets, steps, max_qps)
-                self.say(f"  server batch {batch}, {count} worker {model}: highest VALID "
-                         f"probe {lo:,.0f} QPS")
-                if lo > 0 and (best is None or lo > best[0]):
-                    best = (lo, sets)
-        if best is None:
-            raise TuneFailed("no Server probe was VALID", hint="lower the batch sizes, or check "
-                             "the backend's latency against the bound")
-        qps, sets = best
-        capped = max_qps is not None and qps >= max_qps
-        qps = self._confirm_server(round(qps, 1), sets, capped)
-        self._choose("server", "sut.max_batch_size", sets["sut.max_batch_size"],
+                candidates.append(Setup(batch, count, model, wait_us))
+                self.say(f"  {candidates[-1].label()}: a call takes {cost.fixed_s * 1e6:,.0f}"
+                         f" us + {cost.per_sample_s * 1e6:.2f} us/sample -> max_wait_us "
+                         f"{wait_us}")
+        runner = _ServerRunner(self)
+        seen = search(runner, candidates, offline_rate, steps, max_qps, self.say)
+        self.report.server = seen
+        if not seen.valid:  # a verdict on this system, not an error
+            self.report.unconfirmed = unconfirmed_verdict(seen, self.probes_dir)
+            return 0.0
+        best = seen.valid[0]
+        if max_qps is not None and best.rate >= max_qps:
+            self.say(f"  {best.rate:,.0f} QPS is the --max-qps cap and was VALID: the "
+                     "system may sustain more (raise --max-qps to search above it)")
+        confirm(runner, seen, self.say)
+        if seen.confirmed is None:
+            self.report.unconfirmed = unconfirmed_verdict(seen, self.probes_dir)
+            return 0.0
+        done = seen.confirmed
+        got, setup = done.result, done.setup
+        length = f"{self.confirm_ms} ms" if self.confirm_ms else "the official duration"
+        source = ("the --max-qps cap" if max_qps is not None and done.rate >= max_qps
+                  else "the highest VALID probe" if done.rate == best.rate
+                  else f"backed off from {best.rate:,.0f} QPS, the highest VALID probe")
+        self._choose("server", "loadgen.target_qps", done.rate,
+                     f"{source}; a run of {length} confirmed it VALID: LoadGen "
+                     f"{got.metric or 0:,.0f} samples/s, p99 {got.p99_ms or 0:,.2f} ms",
+                     got.run_dir)
+        tried = ", ".join(dict.fromkeys(f"{count} {model}" for model, count in setups))
+        self._choose("server", "sut.max_batch_size", setup.batch,
                      f"highest VALID rate among batch sizes {batch_sizes}")
-        self._choose("server", "sut.max_wait_us", sets["sut.max_wait_us"],
-                     _wait_reason(sets["sut.max_wait_us"], bound_us))
-        tried = ", ".join(f"{count} {model}" for model, count in setups)
-        self._choose("server", "sut.workers", sets["sut.workers"],
-                     f"highest VALID rate among worker setups: {tried}")
-        self._choose("server", "sut.worker_model", sets["sut.worker_model"],
-                     f"highest VALID rate among worker setups: {tried}")
-        return qps
-
-    def _highest_valid(self, offline_rate: float, sets: dict[str, Any], steps: int,
-                       max_qps: float | None = None) -> float:
-        """Halve from half the Offline rate (or ``max_qps``, if lower) until a probe is
-        VALID, then bisect upwards, never above ``max_qps``."""
-        hi = min(offline_rate, max_qps) if max_qps else offline_rate
-        lo, rate = 0.0, min(offline_rate / 2, hi)
-        for _ in range(10):
-            if self._server_probe(rate, sets).valid:
-                lo = rate
-                break
-            hi, rate = rate, rate / 2
-        if lo >= hi:  # VALID at the cap: nothing above it may be probed
-            return lo
-        for _ in range(steps if lo else 0):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if self._server_probe(mid, sets).valid else (lo, mid)
-        return lo
-
-    def _server_probe(self, rate: float, sets: dict[str, Any]) -> ProbeResult:
-        # Long enough for early stopping's 459 queries, with room for a few over the bound.
-        duration = max(self.probe_ms, int(700_000 / rate))
-        return self.probe("server", {"loadgen.target_qps": round(rate, 1),
-                                     "loadgen.min_duration_ms": duration, **sets})
-
-    def _confirm_server(self, qps: float, setup: dict[str, Any], capped: bool = False) -> float:
-        if capped:
-            self.say(f"  {qps:,.0f} QPS is the --max-qps cap and was VALID: the system may "
-                     "sustain more (raise --max-qps to search above it)")
-        source = "the --max-qps cap, VALID in a probe" if capped else \
-            "highest VALID rate in the probes"
-        for _ in range(6):
-            sets: dict[str, Any] = {"loadgen.target_qps": qps, **setup}
-            if self.confirm_ms is not None:
-                sets["loadgen.min_duration_ms"] = self.confirm_ms
-            got = self.probe("server", sets, quick=False)
-            length = f"{self.confirm_ms} ms" if self.confirm_ms else "the official duration"
-            if got.valid:
-                self._choose("server", "loadgen.target_qps", qps,
-                             f"{source}, confirmed by a run of {length} "
-                             f"({got.run_dir})")
-                return qps
-            self.say(f"  confirming run at {qps:,.0f} QPS was INVALID: stepping down 10 %")
-            qps = round(qps * 0.9, 1)
-        raise TuneFailed("the confirming Server runs stayed INVALID", hint=_PROBES)
+        self._choose("server", "sut.max_wait_us", setup.wait_us,
+                     _wait_reason(setup.wait_us, bound_us))
+        for key, value in (("sut.workers", setup.workers), ("sut.worker_model", setup.model)):
+            self._choose("server", key, value,
+                         f"highest VALID rate among worker setups: {tried}")
+        self.report.proposal = proposal_lines(self.benchmark, "server", setup.sets())
+        return done.rate
 
     def _batch_cost(self, batch: int, calls: int = 30) -> BatchCost:
         """The backend's batch latency, fitted as fixed + per sample from the median of
@@ -333,46 +288,90 @@ class Tuner:
 
     # -- output -----------------------------------------------------------------------
 
-    def _choose(self, scenario: str, key: str, value: float | int | str, why: str) -> None:
-        self.report.choices.setdefault(scenario, []).append(Choice(key, value, why))
+
+    # -- output -----------------------------------------------------------------------
+
+    def _choose(self, scenario: str, key: str, value: float | int | str, why: str,
+                run_dir: str = "") -> None:
+        self.report.choices.setdefault(scenario, []).append(Choice(key, value, why, run_dir))
 
     def write(self) -> Path:
         return write_settings(self.paths, self.report)
 
 
-def write_settings(paths: Paths, report: TuneReport) -> Path:
-    """Write ``report``'s choices where ``suite run`` picks them up (a previous file is kept
-    as a dated ``.bak``: nothing is silently overwritten)."""
-    path = tuned_settings_path(paths, report.system, report.backend)
-    lines = [f"# Settings `suite tune` found for {report.benchmark} on {report.backend}, "
-             f"system '{report.system}'.", "# `suite run` applies them after "
-             "scenarios/<scenario>.toml; each value says where it came from.", ""]
-    existing = path.read_text(encoding="utf-8") if path.is_file() else ""
-    for scenario, choices in report.choices.items():
-        sections: dict[str, list[Choice]] = {}
-        for choice in choices:
-            sections.setdefault(choice.key.split(".")[0], []).append(choice)
-        for section, items in sections.items():
-            lines.append(f"[benchmarks.{report.benchmark}.scenarios.{scenario}.{section}]")
-            for item in items:
-                lines.append(f"# {item.why}")
-                lines.append(f"{item.key.split('.', 1)[1]} = {item.value!r}")
-            lines.append("")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if existing:
-        path.with_suffix(f".toml.{time.strftime('%Y%m%dT%H%M%S')}.bak").write_text(existing)
-    path.write_text("\n".join(lines), encoding="utf-8")
-    report.settings_file = path
-    return path
+class _ServerRunner:
+    """``tune_search.ServerProbes`` over a ``Tuner``: probes and confirming runs."""
+
+    def __init__(self, tuner: Tuner) -> None:
+        self.tuner = tuner
+
+    def probe(self, rate: float, setup: Setup) -> ProbeResult:
+        duration = probe_ms_for(rate, self.tuner.probe_ms)
+        return self.tuner.probe("server", {"loadgen.target_qps": rate,
+                                           "loadgen.min_duration_ms": duration,
+                                           **setup.sets()},
+                                asked=_asked(rate, setup, duration))
+
+    def confirm(self, rate: float, setup: Setup) -> ProbeResult:
+        sets: dict[str, Any] = {"loadgen.target_qps": rate, **setup.sets()}
+        duration = None
+        if self.tuner.confirm_ms is not None:  # never too short for early stopping
+            duration = sets["loadgen.min_duration_ms"] = probe_ms_for(rate,
+                                                                      self.tuner.confirm_ms)
+        return self.tuner.probe("server", sets, quick=False,
+                                asked="confirming " + _asked(rate, setup, duration))
+
+
+def _asked(rate: float, setup: Setup, duration_ms: int | None) -> str:
+    length = f"{duration_ms / 1000:.1f} s" if duration_ms else "official duration"
+    return f"{rate:,.0f} QPS, {setup.label()}, {length}"
+
+
+def _outcome(test: TestResult, run_dir: str) -> ProbeResult:
+    """A probe's outcome from its test's LoadGen figures."""
+    perf = test.performance
+    mean = perf.latency_ns.get("mean") if perf else None
+    p99 = perf.latency_ns.get("99.00_percentile") if perf else None
+    return ProbeResult(
+        valid=test.status is Status.VALID,
+        metric=perf.metric_value if perf else None,
+        mean_latency_ms=mean / 1e6 if mean else None,
+        run_dir=run_dir,
+        p99_ms=p99 / 1e6 if p99 else None,
+        why="" if test.status is Status.VALID else _why(perf, test.message),
+    )
+
+
+def _why(perf: PerformanceSummary | None, message: str) -> str:
+    """LoadGen's reason for INVALID, in a few words (its detail log's checks)."""
+    if perf is None:
+        return message[:60]
+    checks = [(perf.perf_constraints_met, "latency bound"),
+              (perf.early_stopping_met, "early stopping"),
+              (perf.min_duration_met, "min duration"), (perf.min_queries_met, "min queries")]
+    failed = [name for met, name in checks if met is False]
+    if perf.num_errors:
+        failed.append(f"{perf.num_errors} LoadGen errors")
+    return ", ".join(failed) or "INVALID"
+
+
+def worker_counts(configured: int) -> list[int]:
+    """Server worker counts to try where none are given: 1, 2, the cores, and the
+    configured count (a backend's default worker count is measured against these)."""
+    cores = min(os.cpu_count() or 1, MAX_WORKERS)
+    return sorted({1, 2, cores, configured})
 
 
 def tune(options: TuneOptions, *, say: Callable[[str], None], paths: Paths) -> TuneReport:
     """Tune the options' scenarios of a tensor card (Server needs Offline's rate first)
-    and write the settings file."""
+    and write the settings file (without a Server claim when no confirming run was
+    VALID: ``report.unconfirmed`` then says why)."""
     o = options
     scenarios = list(o.scenarios)
     tuner = Tuner(paths, o.benchmark, o.backend, o.system, (o.runs_dir or paths.runs).resolve(),
                   o.probe_ms, o.confirm_ms, o.fresh, say)
+    tuner.report.probes_dir = tuner.probes_dir
+    say(f"probe runs go to {tuner.probes_dir}")
     offline_rate: float | None = None
     if Scenario.OFFLINE in scenarios or Scenario.SERVER in scenarios:
         say("Offline: finding expected_qps")

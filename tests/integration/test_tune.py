@@ -3,11 +3,15 @@ probes reused by a second invocation. Real LoadGen probe runs on the null backen
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
+from tests.support.timing import timing_miss
 
 # Capped at a rate the null backend sustains on any machine: uncapped, the search
 # starts at half the null backend's Offline rate (about 600k QPS here), and one CI run
@@ -45,7 +49,7 @@ def test_tune_confirms_writes_settings_and_reuses_probes(suite_home: Path,
     assert server["sut"]["workers"] == 2
     assert server["sut"]["worker_model"] == "threads"  # the configured model, recorded
     assert "highest VALID rate among worker setups: 2 threads" in settings.read_text()
-    assert "confirmed by a run of 2500 ms" in settings.read_text()
+    assert "a run of 2500 ms confirmed it VALID: LoadGen" in settings.read_text()
     offline = tuned["benchmarks"]["digits"]["scenarios"]["offline"]["loadgen"]
     assert offline["expected_qps"] > 0
 
@@ -88,4 +92,44 @@ def test_tune_on_an_accelerator_leaves_the_server_policy_to_warm_up(suite_home: 
     again = run_cli(*tune, "--runs-dir", str(runs_dir), SUITE_HOME=str(suite_home),
                     timeout=600)
     assert again.returncode == 0, again.stderr
-    assert re.search(r"offline \{[^\n]*\}: cached \(VALID\)", again.stderr)
+    assert re.search(r"offline expected_qps [\d,]+, 1\.5 s: VALID, [\d,]+/s, cached",
+                     again.stderr)
+
+
+@pytest.mark.timing
+def test_tune_quick_searches_workers_proposes_them_and_fits_100_columns(
+        suite_home: Path, runs_dir: Path) -> None:
+    """`suite tune --quick` as a user types it (worker counts not given: 1, 2 and the
+    cores), piped at COLUMNS=100: every line fits, progress is words, and it ends either
+    with the setup it confirmed and the scenario-file lines it proposes, or (exit 2, a busy
+    machine) with a verdict naming the VALID probes and the real directory of their logs."""
+    _generous_server_bound(suite_home)
+    proc = run_cli("tune", "--scenario", "server", "--quick", "--backend", "null",
+                   "--system", "quickbox", "--max-qps", "2000", "--runs-dir", str(runs_dir),
+                   SUITE_HOME=str(suite_home), COLUMNS="100", timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode in (0, 2), out
+    # A path is never broken (it must stay copy-pasteable): one longer than the width
+    # (pytest's temporary directories are) stands alone on its line, from the margin.
+    too_wide = [line for line in out.splitlines()
+                if len(line) > 100 and not (" " not in line and line.startswith("/"))]
+    assert not too_wide, too_wide
+    assert "<runs>" not in out and "{'" not in out
+    probes = runs_dir.resolve() / "tune-probes"
+    assert f"probe runs go to {probes}" in proc.stderr
+    cores = os.cpu_count() or 1
+    for count in sorted({1, 2, cores}):
+        noun = "thread" if count == 1 else "threads"
+        assert re.search(rf"server [\d,]+ QPS, batch \d+, {count} {noun}, [\d.]+ s: ", out), count
+    if proc.returncode == 2:
+        assert "Server: no confirming run was VALID" in proc.stderr
+        assert str(probes) in proc.stderr.replace("\n    ", " ")
+        timing_miss("no confirming Server run was VALID on this machine (verdict shown)")
+    settings = suite_home / "scenarios" / "systems" / "quickbox" / "null.toml"
+    server = tomllib.loads(settings.read_text())["benchmarks"]["digits"]["scenarios"]["server"]
+    workers = server["sut"]["workers"]
+    assert workers in {1, 2, cores}
+    assert "[benchmarks.digits.sut]" in proc.stderr
+    assert f"workers = {workers}" in proc.stderr
+    evidence = re.search(r"server loadgen.target_qps: (\S+)", proc.stderr)
+    assert evidence is not None and (probes / evidence.group(1)).is_dir()

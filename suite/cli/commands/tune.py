@@ -44,11 +44,13 @@ def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], syste
                  runs_dir: Path | None, probe_ms: int, confirm_ms: int | None, batch_sizes: str,
                  worker_counts: str, worker_models: str, steps: int, max_qps: float | None,
                  concurrency: str, urls: tuple[str, ...], fresh: bool, quick: bool) -> int:
-    """Find Offline expected QPS, stream latency hints and the highest VALID Server rate."""
+    """Find Offline expected QPS, stream latency hints and the highest VALID Server rate
+    (with its batch size and workers). Exits 2 when no confirming Server run was VALID:
+    the verdict then names the VALID probes and their run directories."""
     from rich.markup import escape
 
     from suite.api import TuneOptions, tune
-    from suite.cli.render import print_tune, stderr
+    from suite.cli.render import fit, print_tune, stderr, text_width
 
     source = click.get_current_context().get_parameter_source
     backend = str(backend_for_urls(backend, urls, given=source("backend")
@@ -60,9 +62,15 @@ def tune_command(benchmark: str, backend: str, scenarios: tuple[str, ...], syste
         steps=steps, max_qps=max_qps, fresh=fresh, concurrency=concurrency, urls=urls,
         given=frozenset(name for name in ("probe_ms", "confirm_ms", "batch_sizes", "steps")
                         if source(name) is click.core.ParameterSource.COMMANDLINE))
-    err = stderr()
-    print_tune(tune(options, say=lambda m: err.print(escape(m))), benchmark, backend)
-    return 0
+    err, width = stderr(), text_width()
+
+    def say(message: str) -> None:
+        for line in fit(message, width):
+            err.print(escape(line), highlight=False)
+
+    report = tune(options, say=say)
+    print_tune(report, benchmark, backend, width)
+    return 0 if report.confirmed else 2  # a verdict, not an error: the probes ran
 
 
 COMMANDS = [tune_command]

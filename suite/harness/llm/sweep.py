@@ -108,7 +108,7 @@ class LLMTuner:
                 best = point
         if best is None:
             raise TuneFailed("no Offline probe of the sweep was VALID",
-                             hint="look at the probes under <runs>/tune-probes/")
+                             hint=f"look at the probes under {self.runs_dir / 'tune-probes'}")
         self.report.choices.setdefault("offline", []).append(Choice(
             key, best[key], f"the best of the concurrency sweep {concurrency}: "
             f"{best['tokens_per_s']:,.0f} tokens/s ({best['run_dir']})"))
@@ -126,7 +126,7 @@ class LLMTuner:
             high, rate = rate, rate / 2
         if not low:
             raise TuneFailed("no Server rate down to 1/4096 of Offline's was VALID",
-                             hint="look at the probes under <runs>/tune-probes/")
+                             hint=f"look at the probes under {self.runs_dir / 'tune-probes'}")
         for _ in range(6 if not high else 0):  # VALID at Offline's rate: double up to 64x
             if self.probe("server", {"loadgen.target_qps": round(low * 2, 2)})["valid"]:
                 low *= 2
