@@ -191,7 +191,8 @@ def _try(settings: ClientSettings, prompt: list[int], encode: Any, decode: Any,
     done = threading.Event()
     outcome: list[str] = []
 
-    def on_done(key: int, ids: list[int], source: str) -> None:
+    def on_done(key: int, ids: list[int], source: str, payload: bytes | None = None,
+                /) -> None:
         done.set()
 
     def on_error(key: int, message: str) -> None:
