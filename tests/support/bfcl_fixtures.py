@@ -177,6 +177,20 @@ SAMPLES: list[tuple[str, str, list[str], list[Any], dict[str, Any], str]] = [
     ("live_irrelevance", "What is love?", ["sort"], [],
      _calls(_call("sort_list", "{}")), "a call: wrong"),
 ]
+#: Each sample's score in the round's order (``ordered``), as the reference's scorer gave
+#: it (tests/unit/llm/test_bfcl_scoring.py says how it was run).
+REFERENCE_ROWS = [1, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0, 0, 0,
+                  0, 1, 0, 0, 1, 1, 0]
+#: What the reference's ``score_breakdown()`` printed for them.
+REFERENCE_BREAKDOWN = {
+    "overall_accuracy": 48.48, "normalized_single_turn_score": 58.01,
+    "category_scores": {"hallucination": 50.0, "live": 66.67, "non_live": 57.37},
+    "subset_scores": {"irrelevance": 50.0, "live_irrelevance": 50.0, "live_multiple": 100.0,
+                      "live_parallel": 100.0, "live_parallel_multiple": 0.0,
+                      "live_simple": 50.0, "multiple": 50.0, "parallel": 33.33,
+                      "parallel_multiple": 100.0, "simple_java": 50.0,
+                      "simple_javascript": 50.0, "simple_python": 38.46},
+    "total_samples": 33, "issued_samples": 33}
 #: In the file, left out by the round's selection (no category holds it).
 EXCLUDED = ("live_relevance", "Weather in Oslo?", ["weather"], [],
             _calls(_call(W, {"city": "Oslo"})), "live_relevance: not in the round")
