@@ -243,6 +243,11 @@ class LLMDataset:
         self.prompts = [tokenizer.encode_text(t or " ") or [0] for t in self.prompts_text]
 
     @property
+    def probe_prompt(self) -> list[int] | dict[str, Any]:
+        """What the pre-flight sends: the first sample, as the run sends it."""
+        return self.requests[0] if self.requests else self.prompts[0]
+
+    @property
     def total_count(self) -> int:
         return len(self.prompts)
 

@@ -29,7 +29,8 @@ last user message is ``user_text`` gets ``response``'s ``content`` (a few charac
 event) and its ``tool_calls`` (``[{"name", "arguments"}]``, the arguments JSON text as
 written, so malformed arguments stay malformed), streamed as OpenAI tool-call deltas (the
 first piece of each call with its ``id``, ``type`` and name, then the arguments in pieces),
-``finish_reason`` ``tool_calls`` or ``stop``, and a usage chunk counting the events. A
+``finish_reason`` ``tool_calls`` or ``stop`` (``length``, cut, past
+``max_completion_tokens`` events), and a usage chunk counting the events. A
 request must carry ``expect``'s fields with those values, and ``tools`` naming
 ``expect["tools"]``: a request that does not is answered 400, saying what differs. Any other
 chat request gets ``ok`` (at most ``max_completion_tokens`` events).
@@ -192,16 +193,16 @@ def make_app(behaviour: Behaviour) -> Any:
             return web.json_response({"error": {"message": wrong}}, status=400)
         events = _chat_events(found[0] if found else {"content": "ok" * wanted},
                               behaviour.chunk_tokens)
-        if found is None:
-            events = events[:wanted]
+        # an engine stops at max_tokens (each event one token here): "length"
+        finish = "length" if found is None or len(events) > wanted else \
+            "tool_calls" if found[0].get("tool_calls") else "stop"
+        events = events[:wanted] or [{"role": "assistant", "content": ""}]
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         number = next(counter)
-        calls = bool(found and found[0].get("tool_calls"))
         for index, delta in enumerate(events):
             last = index == len(events) - 1
-            choice = {"index": 0, "delta": delta, "finish_reason": (
-                ("tool_calls" if calls else "stop") if found else "length") if last else None}
+            choice = {"index": 0, "delta": delta, "finish_reason": finish if last else None}
             chunk = {"id": f"chatcmpl-{number}", "object": "chat.completion.chunk",
                      "choices": [choice]}
             await response.write(b"data: " + dumps(chunk) + b"\n\n")

@@ -239,11 +239,11 @@ def ordered() -> list[tuple[str, str, list[str], list[Any], dict[str, Any], str]
 
 
 def chat_answers(path: Path) -> Path:
-    """The synthetic engine's answers, each expecting the card's request form."""
+    """The synthetic engine's answers, each expecting the card's request form (its
+    max_completion_tokens is not among them: the pre-flight asks for 2)."""
     answers = [[text, response, {"tools": [tool(FUNCTIONS[f])["function"]["name"]
                                            for f in functions],
-                                 "tool_choice": "auto", "seed": 42, "temperature": 0.0,
-                                 "max_completion_tokens": 1024}]
+                                 "tool_choice": "auto", "seed": 42, "temperature": 0.0}]
                for _, text, functions, _, response, _ in SAMPLES]
     path.write_text(json.dumps(answers), encoding="utf-8")
     return path

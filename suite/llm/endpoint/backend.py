@@ -29,7 +29,7 @@ from pydantic import Field, field_validator
 from suite.backends.base import BackendOptions
 from suite.errors import ConfigError
 from suite.llm.card import LLMCard
-from suite.llm.contract import EndpointGenerator, StatedWeights
+from suite.llm.contract import EndpointGenerator, ProbePrompt, StatedWeights
 from suite.llm.endpoint.client import ClientSettings, TokenSource
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ class OpenAIBackend(EndpointGenerator):
             end_without_done=bool((self.learned or {}).get("end_without_done")))
         return replace(settings, **_TOOL_FORM, min_tokens=0) if card.tool_calling else settings
 
-    def probe(self, card: LLMCard, prompt: list[int],
+    def probe(self, card: LLMCard, prompt: ProbePrompt,
               encode: Callable[[str], list[int]],
               decode: Callable[[list[int]], str]) -> EndpointRecord:
         """``check``, adapting the options the user left at their defaults to what the
@@ -210,7 +210,7 @@ class OpenAIBackend(EndpointGenerator):
         return StatedWeights(o.stated_weights_sha256, o.stated_precision.strip(),
                              o.stated_quantization.strip())
 
-    def preflight(self, card: LLMCard, prompt: list[int],
+    def preflight(self, card: LLMCard, prompt: ProbePrompt,
                   encode: Callable[[str], list[int]],
                   decode: Callable[[list[int]], str]) -> list[str]:
         """Every server answers, lists the model and streams one request (a
