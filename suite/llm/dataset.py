@@ -237,6 +237,9 @@ class LLMDataset:
         self.prompts_text = [s.user_text for s in self.bfcl]
         self.sha256 = round_data.file_sha256(self.path)
         self.checksum = round_data.downloader_checksum(self.path)
+        # the hosted file's digest (the reference checks it only on its download path: a
+        # parquet built from bfcl-eval is accepted there too): recorded, not enforced
+        self.checksum["hosted_sha256_matches"] = str(self.sha256 == card.dataset.sha256).lower()
         tokenizer = HFTokenizer(Path(model_path) / card.tokenizer.file, card.tokenizer.eos_id)
         self.tokenizer = tokenizer
         # a message may be empty (BFCL's null contents): the probe still sends one token
