@@ -132,7 +132,7 @@ def test_a_file_without_the_columns_is_refused(tmp_path: Path) -> None:
 
     path = tmp_path / "other.parquet"
     _to_parquet(pd.DataFrame({"prompt": ["x"]}), path)
-    with pytest.raises(DatasetError, match="no column 'messages'.*not BFCL v4"):
+    with pytest.raises(DatasetError, match=r"no column 'messages'.*not BFCL v4"):
         bfcl.load(path)
 
 
