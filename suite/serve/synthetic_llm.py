@@ -33,7 +33,8 @@ first piece of each call with its ``id``, ``type`` and name, then the arguments 
 ``max_completion_tokens`` events), and a usage chunk counting the events. A
 request must carry ``expect``'s fields with those values, and ``tools`` naming
 ``expect["tools"]``: a request that does not is answered 400, saying what differs. Any other
-chat request gets ``ok`` (at most ``max_completion_tokens`` events).
+chat request gets ``ok`` (at most ``max_completion_tokens`` events). Without
+``--chat-answers`` there is no chat route.
 
     python -m suite.serve.synthetic_llm --port 0 --ttft-ms 5 --itl-ms 1 --tokens 64
 """
@@ -219,7 +220,8 @@ def make_app(behaviour: Behaviour) -> Any:
     app.router.add_get("/version", version)
     app.router.add_get("/synthetic/requests", requests)
     app.router.add_post("/v1/completions", completions)
-    app.router.add_post("/v1/chat/completions", chat)
+    if behaviour.chat is not None:  # the chat route is the fixture's only
+        app.router.add_post("/v1/chat/completions", chat)
     return app
 
 
