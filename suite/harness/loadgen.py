@@ -255,6 +255,14 @@ class TokenCompleter:
             for (qid, _), p in zip(items, payloads, strict=True)])
         self.completed += len(items)
 
+    def complete_response(self, qid: int, data: bytes, n_tokens: int) -> None:
+        """Complete ``qid`` with a recorded response (a tool-calling card's JSON,
+        ``suite.llm.endpoint.tool_calls``) and its output token count."""
+        payload = np.frombuffer(data, dtype=np.uint8)
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(qid, payload.ctypes.data,
+                                                        payload.nbytes, n_tokens)])
+        self.completed += 1
+
     def complete_empty(self, ids: Sequence[int]) -> None:
         """Complete ``ids`` with no tokens (a failed or drained sample; LoadGen logs each)."""
         for start in range(0, len(ids), 4096):

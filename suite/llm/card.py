@@ -71,6 +71,8 @@ class GenerationSpec(_Card):
     #: engine's card only: the in-process generator decodes greedily)
     temperature: float = Field(default=0.0, ge=0)
     top_p: float = Field(default=1.0, gt=0, le=1)
+    #: the request's ``seed`` where the reference sends one (qwen3.6-27b: 42); None: none
+    seed: int | None = None
     max_new_tokens: int = Field(gt=1)
     #: LoadGen rejects n_tokens <= 1 (TPOT divides by n_tokens - 1): EOS is masked before.
     #: The round's models use 1 (the reference's min_new_tokens); an engine then asked for
@@ -83,12 +85,15 @@ class LLMDatasetSpec(_Card):
     """``tinylm-json``: ``{"samples": [{"prompt", "reference"}]}`` in the card's directory.
     ``json-records`` (CNN/DailyMail for llama3.1-8b) and ``pandas-pickle`` (OpenOrca for
     llama2-70b): the official file the user brings (``--dataset-path``), with the fields
-    named here; ``sha256`` is the official file's where one is known."""
+    named here; ``sha256`` is the official file's where one is known. ``bfcl-parquet``
+    (qwen3.6-27b): BFCL v4's single-turn parquet, each row chat messages and tools sent to
+    /v1/chat/completions as they are (``suite.llm.round.bfcl``)."""
 
     name: str
     file: str
     samples: int = Field(gt=0)
-    format: Literal["tinylm-json", "json-records", "pandas-pickle", "parquet"] = "tinylm-json"
+    format: Literal["tinylm-json", "json-records", "pandas-pickle", "parquet",
+                    "bfcl-parquet"] = "tinylm-json"
     prompt_field: str = "prompt"
     tokens_field: str = ""
     reference_field: str = "reference"
@@ -110,8 +115,9 @@ class LLMAccuracySpec(_Card):
     tokens_per_sample: float = Field(default=1.0, gt=0)
     tokens_per_sample_tolerance: float = Field(default=0.1, gt=0, lt=1)
     #: ``round`` with exact_match: which reference evaluation scores it
-    #: (``suite.llm.round.reasoning``); "" for the ROUGE models
-    evaluation: Literal["", "deepseek-r1", "gpt-oss-120b"] = ""
+    #: (``suite.llm.round.reasoning``; ``bfcl-v4``: ``suite.llm.round.bfcl_score``); ""
+    #: for the ROUGE models
+    evaluation: Literal["", "deepseek-r1", "gpt-oss-120b", "bfcl-v4"] = ""
     #: the LiveCodeBench release the evaluation loads (``livecodebench.RELEASE_FILES``)
     livecodebench_release: Literal["", "release_v1", "release_v6"] = ""
 
@@ -131,6 +137,11 @@ class LLMCard(_Card):
     dataset: LLMDatasetSpec
     accuracy: LLMAccuracySpec
     directory: Path = Path()
+
+    @property
+    def tool_calling(self) -> bool:
+        """Whether each sample is chat messages with tools (BFCL), answered by tool calls."""
+        return self.dataset.format == "bfcl-parquet"
 
     @property
     def card_path(self) -> Path:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from suite.backends.base import BackendCore, BackendInfo
 from suite.models import Kind
@@ -50,13 +50,18 @@ class StatedWeights:
     quantization: str = ""
 
 
+#: The request the pre-flight sends: the dataset's first prompt ids, or a tool-calling
+#: card's first request (messages, tools, tool_choice: ``LLMDataset.probe_prompt``).
+ProbePrompt = list[int] | dict[str, Any]
+
+
 class GeneratingBackend(BackendCore):
     """What every text-generation backend has (see the module docstring)."""
 
     kinds: ClassVar[frozenset[Kind]] = frozenset({Kind.TEXT_GENERATION})
     serving: ClassVar[Serving]
 
-    def preflight(self, card: LLMCard, prompt: list[int],
+    def preflight(self, card: LLMCard, prompt: ProbePrompt,
                   encode: Callable[[str], list[int]],
                   decode: Callable[[list[int]], str]) -> list[str]:
         """Check, before a run directory exists, that the backend can serve ``card``
@@ -117,7 +122,7 @@ class EndpointGenerator(GeneratingBackend):
         """The endpoint client's settings for ``card``."""
         raise NotImplementedError(f"backend '{self.name}' implements no settings()")
 
-    def probe(self, card: LLMCard, prompt: list[int],
+    def probe(self, card: LLMCard, prompt: ProbePrompt,
               encode: Callable[[str], list[int]],
               decode: Callable[[list[int]], str]) -> EndpointRecord:
         """Ask every server what it is and stream one request (``endpoint.check``); a
@@ -126,7 +131,7 @@ class EndpointGenerator(GeneratingBackend):
 
         return check(self.settings(card), prompt, encode, decode)
 
-    def preflight(self, card: LLMCard, prompt: list[int],
+    def preflight(self, card: LLMCard, prompt: ProbePrompt,
                   encode: Callable[[str], list[int]],
                   decode: Callable[[list[int]], str]) -> list[str]:
         self.probe(card, prompt, encode, decode)

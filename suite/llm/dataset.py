@@ -9,7 +9,9 @@ test); such a run is not submittable, as for any dataset of the wrong size.
 The round's models (llama3.1-8b, llama2-70b): the official file the user brings
 (``--dataset-path``, read by ``round_data``) and the model's own ``tokenizer.json`` from
 the model directory the user gives (``--model-path``), read with ``tokenizers``; the
-prompts are the file's token ids, checked against the tokenizer.
+prompts are the file's token ids, checked against the tokenizer. qwen3.6-27b: the
+BFCL parquet (``round.bfcl``), each sample's chat messages and tools sent as they are
+(``requests``), its ground truth, subset and function descriptions kept for scoring.
 """
 
 from __future__ import annotations
@@ -147,8 +149,11 @@ class LLMDataset:
         self.tokenizer: CharTokenizer | HFTokenizer
         self.sha256 = ""
         self.checksum: dict[str, str] = {}
-        #: each sample's sub-dataset (the reasoning LLMs), or None
+        #: each sample's sub-dataset (the reasoning LLMs, BFCL's subsets), or None
         self.subsets: list[str] | None = None
+        #: a tool-calling card's requests (messages, tools, tool_choice) and samples
+        self.requests: list[dict[str, Any]] = []
+        self.bfcl: list[Any] = []
         if card.dataset.format != "tinylm-json":
             self._round(card, dataset_dir, model_path, cache_dir)
             return
@@ -189,6 +194,9 @@ class LLMDataset:
                                f"{card.tokenizer.file})", hint="--model-path DIR")
         path = Path(dataset_path)
         self.path = path / spec.file if path.is_dir() else path
+        if card.tool_calling:
+            self._bfcl(card, model_path)
+            return
         records = round_data.load(self.path, spec.format, spec.prompt_field, spec.tokens_field,
                                   spec.reference_field, cache_dir, spec.subset_field)
         self.subsets = records.subsets
@@ -215,6 +223,32 @@ class LLMDataset:
                                    "the tokenizer does not match the dataset",
                                    hint=f"--model-path: the {card.model.hf_id or card.name} "
                                         "model directory")
+
+    def _bfcl(self, card: LLMCard, model_path: str) -> None:
+        """BFCL's samples (``round.bfcl``); ``prompts``: each user message's ids, what the
+        pre-flight sends and the record's prompt length."""
+        from suite.llm.round import bfcl
+        from suite.llm.round import data as round_data
+
+        self.bfcl = bfcl.load(self.path)
+        self.requests = [s.request for s in self.bfcl]
+        self.subsets = [s.subset for s in self.bfcl]
+        self.references = [s.ground_truth for s in self.bfcl]
+        self.prompts_text = [s.user_text for s in self.bfcl]
+        self.sha256 = round_data.file_sha256(self.path)
+        self.checksum = round_data.downloader_checksum(self.path)
+        # the hosted file's digest (the reference checks it only on its download path: a
+        # parquet built from bfcl-eval is accepted there too): recorded, not enforced
+        self.checksum["hosted_sha256_matches"] = str(self.sha256 == card.dataset.sha256).lower()
+        tokenizer = HFTokenizer(Path(model_path) / card.tokenizer.file, card.tokenizer.eos_id)
+        self.tokenizer = tokenizer
+        # a message may be empty (BFCL's null contents): the probe still sends one token
+        self.prompts = [tokenizer.encode_text(t or " ") or [0] for t in self.prompts_text]
+
+    @property
+    def probe_prompt(self) -> list[int] | dict[str, Any]:
+        """What the pre-flight sends: the first sample, as the run sends it."""
+        return self.requests[0] if self.requests else self.prompts[0]
 
     @property
     def total_count(self) -> int:

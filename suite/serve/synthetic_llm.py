@@ -23,6 +23,19 @@ completion requests it received.
 request whose prompt ids are a listed prompt with that output (cut at ``max_tokens``): a
 stand-in that answers from a fixture, for end-to-end tests of accuracy scoring.
 
+``--chat-answers FILE`` (a JSON list of ``[user_text, response, expect]``) serves streaming
+``/v1/chat/completions`` as an engine answers a tool-calling request: the request whose
+last user message is ``user_text`` gets ``response``'s ``content`` (a few characters an
+event) and its ``tool_calls`` (``[{"name", "arguments"}]``, the arguments JSON text as
+written, so malformed arguments stay malformed), streamed as OpenAI tool-call deltas (the
+first piece of each call with its ``id``, ``type`` and name, then the arguments in pieces),
+``finish_reason`` ``tool_calls`` or ``stop`` (``length``, cut, past
+``max_completion_tokens`` events), and a usage chunk counting the events. A
+request must carry ``expect``'s fields with those values, and ``tools`` naming
+``expect["tools"]``: a request that does not is answered 400, saying what differs. Any other
+chat request gets ``ok`` (at most ``max_completion_tokens`` events). Without
+``--chat-answers`` there is no chat route.
+
     python -m suite.serve.synthetic_llm --port 0 --ttft-ms 5 --itl-ms 1 --tokens 64
 """
 
@@ -59,6 +72,8 @@ class Behaviour:
     seed: int = 0
     #: prompt ids -> the output ids to stream (``--answers``)
     answers: dict[tuple[int, ...], list[int]] | None = None
+    #: last user message -> (response, expected request fields) (``--chat-answers``)
+    chat: dict[str, tuple[dict[str, Any], dict[str, Any]]] | None = None
 
 
 def _dumps() -> Any:
@@ -165,12 +180,78 @@ def make_app(behaviour: Behaviour) -> Any:
         await response.write_eof()
         return response
 
+    async def chat(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        received[0] += 1
+        if body.get("model") != behaviour.model:
+            return web.json_response({"error": {"message": f"model {body.get('model')!r} "
+                                      "does not exist", "code": 404}}, status=404)
+        messages = body.get("messages") or []
+        users = [m.get("content") for m in messages if m.get("role") == "user"]
+        found = (behaviour.chat or {}).get(users[-1] if users else "")
+        wanted = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
+        if found is not None and (wrong := _unexpected(body, found[1])):
+            return web.json_response({"error": {"message": wrong}}, status=400)
+        events = _chat_events(found[0] if found else {"content": "ok" * wanted},
+                              behaviour.chunk_tokens)
+        # an engine stops at max_tokens (each event one token here): "length"
+        finish = "length" if found is None or len(events) > wanted else \
+            "tool_calls" if found[0].get("tool_calls") else "stop"
+        events = events[:wanted] or [{"role": "assistant", "content": ""}]
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        number = next(counter)
+        for index, delta in enumerate(events):
+            last = index == len(events) - 1
+            choice = {"index": 0, "delta": delta, "finish_reason": finish if last else None}
+            chunk = {"id": f"chatcmpl-{number}", "object": "chat.completion.chunk",
+                     "choices": [choice]}
+            await response.write(b"data: " + dumps(chunk) + b"\n\n")
+            if behaviour.itl_ms:
+                await asyncio.sleep(behaviour.itl_ms / 1000)
+        await response.write(b"data: " + dumps({"id": f"chatcmpl-{number}", "choices": [],
+                             "usage": {"completion_tokens": len(events)}}) + b"\n\n")
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
     app = web.Application()
     app.router.add_get("/v1/models", models)
     app.router.add_get("/version", version)
     app.router.add_get("/synthetic/requests", requests)
     app.router.add_post("/v1/completions", completions)
+    if behaviour.chat is not None:  # the chat route is the fixture's only
+        app.router.add_post("/v1/chat/completions", chat)
     return app
+
+
+def _unexpected(body: dict[str, Any], expect: dict[str, Any]) -> str:
+    """What in a chat request differs from the fixture's expectation ("" if nothing)."""
+    for key, value in expect.items():
+        if key == "tools":
+            names = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+            if names != value:
+                return f"tools name {names}, expected {value}"
+        elif body.get(key) != value:
+            return f"{key} is {body.get(key)!r}, expected {value!r}"
+    return ""
+
+
+def _chat_events(response: dict[str, Any], chunk: int) -> list[dict[str, Any]]:
+    """The deltas that stream ``response``: its content a few characters at a time, then
+    each tool call (``chunk`` characters of arguments an event, at least 4)."""
+    size = max(4, chunk)
+    content = str(response.get("content") or "")
+    events: list[dict[str, Any]] = [{"role": "assistant", "content": content[i:i + size]}
+                                    for i in range(0, len(content), size)]
+    for index, call in enumerate(response.get("tool_calls") or []):
+        events.append({"tool_calls": [{"index": index, "id": f"call_{index}",
+                                       "type": "function", "function": {
+                                           "name": call["name"], "arguments": ""}}]})
+        arguments = str(call.get("arguments", ""))
+        events += [{"tool_calls": [{"index": index, "function": {
+            "arguments": arguments[i:i + size]}}]} for i in range(0, len(arguments), size)]
+    return events
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,7 +268,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fault", choices=FAULTS, default="none")
     parser.add_argument("--fault-every", type=int, default=1)
     parser.add_argument("--answers", default="", help="JSON [[prompt_ids, output_ids], ...]")
+    parser.add_argument("--chat-answers", default="",
+                        help="JSON [[user_text, response, expect], ...]")
     args = parser.parse_args(argv)
+    chat = None
+    if args.chat_answers:
+        import json
+        from pathlib import Path
+
+        chat = {text: (response, expect)
+                for text, response, expect in json.loads(Path(args.chat_answers).read_text())}
     answers = None
     if args.answers:
         import json
@@ -198,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                           ttft_jitter_ms=args.ttft_jitter_ms, itl_ms=args.itl_ms,
                           tokens=args.tokens, tokens_jitter=args.tokens_jitter,
                           chunk_tokens=args.chunk_tokens, fault=args.fault,
-                          fault_every=max(1, args.fault_every), answers=answers)
+                          fault_every=max(1, args.fault_every), answers=answers, chat=chat)
     return asyncio.run(_serve(behaviour, args.host, args.port))
 
 

@@ -82,7 +82,7 @@ class TextGenerationKind(KindStrategy):
         model = ModelIdentity(verify_weights(card), "closed") if stated is None \
             else _served_model(card, stated)
         dataset = _dataset(card, config)
-        reasons = backend.preflight(card, dataset.prompts[0], dataset.tokenizer.encode_text,
+        reasons = backend.preflight(card, dataset.probe_prompt, dataset.tokenizer.encode_text,
                                     dataset.tokenizer.decode)
         if stated is not None:
             reasons += _unstated(stated, model)
@@ -198,7 +198,7 @@ def _endpoint_sut(backend: GeneratingBackend, card: LLMCard, config: RunConfig,
 
     endpoint = cast("EndpointGenerator", backend)  # its ``serving`` says so
     dataset = _dataset(card, config)
-    record = endpoint.probe(card, dataset.prompts[0], dataset.tokenizer.encode_text,
+    record = endpoint.probe(card, dataset.probe_prompt, dataset.tokenizer.encode_text,
                             dataset.tokenizer.decode)
     workers = endpoint.client_workers
     # Every output id is checked against the tokenizer the run decodes with.

@@ -34,11 +34,14 @@ from suite.llm.endpoint.client import ClientSettings, EndpointClient
 from suite.llm.endpoint.workers import ClientWorkers, cpu_s, process_record
 
 
-def prompts_to_send(settings: ClientSettings,
-                    dataset: LLMDataset) -> Sequence[Sequence[int] | str]:
+def prompts_to_send(settings: ClientSettings, dataset: LLMDataset
+                    ) -> Sequence[Sequence[int] | str | dict[str, Any]]:
     """What the engine gets for each sample: the dataset's ids, or, where the settings send
     text, the dataset's own prompt text, never a decode of its ids (a decode drops special
-    tokens: tinylm's EOS paragraph separator)."""
+    tokens: tinylm's EOS paragraph separator); a tool-calling card's chat messages and
+    tools (``requests``)."""
+    if settings.tools:
+        return dataset.requests
     return dataset.prompts_text if settings.text_prompt else dataset.prompts
 
 
@@ -108,12 +111,16 @@ class EndpointSystemUnderTest:
             if key in self._outstanding and not self._stopped:
                 self.completer.first_token(key, ids[0])
 
-    def _done(self, key: int, ids: list[int], source: str) -> None:
+    def _done(self, key: int, ids: list[int], source: str, payload: bytes | None = None,
+              /) -> None:
         with self._lock:
             if key not in self._outstanding or self._stopped:
                 return  # answered by a drain already
             self._outstanding.discard(key)
-            self.completer.complete([(key, ids)])
+            if payload is None:
+                self.completer.complete([(key, ids)])
+            else:  # the response as recorded, with its output tokens' count
+                self.completer.complete_response(key, payload, len(ids))
             self.tokens_out += len(ids)
             self.completed += 1
             self.sources[source] = self.sources.get(source, 0) + 1

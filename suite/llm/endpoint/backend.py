@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
@@ -28,7 +29,7 @@ from pydantic import Field, field_validator
 from suite.backends.base import BackendOptions
 from suite.errors import ConfigError
 from suite.llm.card import LLMCard
-from suite.llm.contract import EndpointGenerator, StatedWeights
+from suite.llm.contract import EndpointGenerator, ProbePrompt, StatedWeights
 from suite.llm.endpoint.client import ClientSettings, TokenSource
 
 if TYPE_CHECKING:
@@ -41,10 +42,20 @@ NEUTRAL_FIELDS = frozenset({"user", "request_id", "priority", "logprobs", "top_l
                             "return_token_ids"})
 
 
-def _sampling(card: LLMCard) -> dict[str, float]:
-    """A sampling card's request fields (the client asks temperature 0 otherwise)."""
+def _sampling(card: LLMCard) -> dict[str, float | int]:
+    """A sampling card's request fields (the client asks temperature 0 otherwise), and
+    the seed where the card's reference sends one."""
     g = card.generation
-    return {"temperature": g.temperature, "top_p": g.top_p} if g.decoding == "sampling" else {}
+    fields: dict[str, float | int] = {"temperature": g.temperature, "top_p": g.top_p} \
+        if g.decoding == "sampling" else {}
+    return {**fields, "seed": g.seed} if g.seed is not None else fields
+
+
+#: A tool-calling card's form (qwen3.6-27b): chat messages with tools, to the chat API;
+#: output tokens counted with its tokenizer as the reference counts them; no min_tokens
+#: (the reference asks none). Its own form, so none of it makes a run unsubmittable.
+_TOOL_FORM: dict[str, Any] = {"api": "chat", "prompt_as": "text", "token_source": "tokenizer",
+                              "tools": True}
 
 
 class OpenAIOptions(BackendOptions):
@@ -157,7 +168,7 @@ class OpenAIBackend(EndpointGenerator):
             raise ConfigError("backend.openai.urls is empty",
                               hint="give the server: --url http://127.0.0.1:8000 (or set "
                                    "backend.openai.urls)")
-        return ClientSettings(
+        settings = ClientSettings(
             urls=tuple(o.urls), model=o.model or card.name, api=o.api, prompt_as=o.prompt_as,
             token_source=o.token_source, max_tokens=card.generation.max_new_tokens,
             min_tokens=card.generation.min_new_tokens if o.min_tokens_field else 0,
@@ -168,8 +179,9 @@ class OpenAIBackend(EndpointGenerator):
             vocab_size=card.architecture.vocab_size if card.architecture else 1 << 31,
             limit=card.generation.max_new_tokens, eos_id=card.tokenizer.eos_id,
             end_without_done=bool((self.learned or {}).get("end_without_done")))
+        return replace(settings, **_TOOL_FORM, min_tokens=0) if card.tool_calling else settings
 
-    def probe(self, card: LLMCard, prompt: list[int],
+    def probe(self, card: LLMCard, prompt: ProbePrompt,
               encode: Callable[[str], list[int]],
               decode: Callable[[list[int]], str]) -> EndpointRecord:
         """``check``, adapting the options the user left at their defaults to what the
@@ -198,7 +210,7 @@ class OpenAIBackend(EndpointGenerator):
         return StatedWeights(o.stated_weights_sha256, o.stated_precision.strip(),
                              o.stated_quantization.strip())
 
-    def preflight(self, card: LLMCard, prompt: list[int],
+    def preflight(self, card: LLMCard, prompt: ProbePrompt,
                   encode: Callable[[str], list[int]],
                   decode: Callable[[list[int]], str]) -> list[str]:
         """Every server answers, lists the model and streams one request (a
@@ -216,6 +228,9 @@ class OpenAIBackend(EndpointGenerator):
                    f"{card.generation.min_new_tokens} to {card.generation.max_new_tokens} "
                    "tokens)" for key, value in o.extra_body.items()
                    if key not in NEUTRAL_FIELDS]
+        if card.tool_calling:  # the card's own form: chat, text, tokenizer counts
+            return reasons + (["backend.openai.insecure = true: the servers' TLS "
+                               "certificates were not verified"] if o.insecure else [])
         if o.api == "chat":
             reasons.append("backend.openai.api = \"chat\": the server applies a chat "
                            "template, so the prompt is not the dataset's")

@@ -96,7 +96,7 @@ class EndpointRecord:
         return asdict(self)
 
 
-def check(settings: ClientSettings, prompt: list[int], encode: Any, decode: Any,
+def check(settings: ClientSettings, prompt: list[int] | dict[str, Any], encode: Any, decode: Any,
           timeout_s: float = 30.0, adaptable: frozenset[str] = frozenset()
           ) -> EndpointRecord:
     """Check every server (see the module docstring); the record of what they said and
@@ -184,14 +184,15 @@ def _describe(settings: ClientSettings, url: str, timeout_s: float) -> ServerRec
                                  f"{type(exc).__name__}: {exc}", settings), hint=HINT) from None
 
 
-def _try(settings: ClientSettings, prompt: list[int], encode: Any, decode: Any,
+def _try(settings: ClientSettings, prompt: list[int] | dict[str, Any], encode: Any, decode: Any,
          timeout_s: float) -> str | None:
     """Stream one short completion through the run's own client code; why it failed,
     or None."""
     done = threading.Event()
     outcome: list[str] = []
 
-    def on_done(key: int, ids: list[int], source: str) -> None:
+    def on_done(key: int, ids: list[int], source: str, payload: bytes | None = None,
+                /) -> None:
         done.set()
 
     def on_error(key: int, message: str) -> None:

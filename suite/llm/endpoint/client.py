@@ -39,21 +39,25 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Protocol
 
 from suite.llm.endpoint.http_pool import Pool, TransportError
+from suite.llm.endpoint.settings import ClientSettings, Prompt, TokenSource
 from suite.llm.endpoint.sse import SseRequest, StreamError, StreamState, read_event, with_eos
+from suite.llm.endpoint.tool_calls import Finisher
 
 __all__ = ["ClientSettings", "EndpointClient", "StreamError", "StreamState", "TokenSource",
            "read_event", "scrub"]
 
-TokenSource = Literal["engine", "tokenizer"]
 
 #: (sample key, output token ids so far): the first chunk that carries output.
 FirstCallback = Callable[[int, list[int]], None]
-#: (sample key, every output token id, how the ids were obtained).
-DoneCallback = Callable[[int, list[int], str], None]
+class DoneCallback(Protocol):
+    """(sample key, every output token id, how the ids were obtained, and a tool-calling
+    card's recorded response: ``tool_calls.record``; None for the others)."""
+
+    def __call__(self, key: int, ids: list[int], source: str,
+                 payload: bytes | None = None, /) -> None: ...
 #: (sample key, one line saying what went wrong, naming the URL).
 ErrorCallback = Callable[[int, str], None]
 
@@ -85,71 +89,6 @@ def _json_loads() -> Callable[[bytes], Any]:
         return json.loads
 
 
-@dataclass(frozen=True)
-class ClientSettings:
-    """What the client needs from the backend's options (see ``openai_backend``)."""
-
-    urls: tuple[str, ...]
-    model: str
-    api: Literal["completions", "chat"] = "completions"
-    prompt_as: Literal["ids", "text"] = "ids"
-    token_source: TokenSource = "engine"
-    max_tokens: int = 64
-    min_tokens: int = 0
-    api_key: str | None = None
-    verify_tls: bool = True
-    connect_timeout_s: float = 10.0
-    first_byte_timeout_s: float = 60.0
-    total_timeout_s: float = 600.0
-    max_in_flight: int = 128
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    #: Output ids at or above it are not the card tokenizer's (an engine serving another
-    #: model, or garbage): the request fails.
-    vocab_size: int = 1 << 31
-    #: The card's ``max_new_tokens``, which no response may pass whatever a request asked
-    #: (0: ``max_tokens``; the pre-flight asks for fewer).
-    limit: int = 0
-    eos_id: int = -1  # the card's EOS id (-1: none; ``sse.with_eos``)
-    end_without_done: bool = False  # the engine is known to send no [DONE] (``adapt``)
-
-    def cap(self) -> int:
-        """The most output tokens a response may carry: what the request asked for
-        (``extra_body`` may ask for fewer), never past the card's limit."""
-        asked = self.extra_body.get("max_tokens", self.max_tokens)
-        limit = self.limit or self.max_tokens
-        return min(asked, limit) if isinstance(asked, int) and asked > 0 else limit
-
-    def headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        return headers
-
-    def path(self) -> str:
-        return "/v1/chat/completions" if self.api == "chat" else "/v1/completions"
-
-    @property
-    def text_prompt(self) -> bool:
-        """Whether prompts are sent as text (``prompt_as = "text"``, or the chat API)."""
-        return self.prompt_as == "text" or self.api == "chat"
-
-    def body(self, prompt: Sequence[int] | str) -> dict[str, Any]:
-        """One streaming request for ``prompt`` (ids, or text where ``prompt_as`` says)."""
-        body: dict[str, Any] = {"model": self.model, "stream": True, "temperature": 0.0,
-                                "max_tokens": self.max_tokens,
-                                "stream_options": {"include_usage": True}}
-        if self.api == "chat":
-            body["messages"] = [{"role": "user", "content": prompt}]
-        else:
-            body["prompt"] = list(prompt) if not isinstance(prompt, str) else prompt
-        if self.min_tokens:
-            body["min_tokens"] = self.min_tokens
-        if self.token_source == "engine":
-            body["return_token_ids"] = True
-        body.update(self.extra_body)
-        return body
-
-
 class EndpointClient:
     """Streams each submitted prompt from the least busy server; see the module docstring.
 
@@ -166,7 +105,7 @@ class EndpointClient:
         self._on_first, self._on_done, self._on_error = on_first, on_done, on_error
         self.loads, self._dumps = _json_loads(), _json_dumps()
         self._outstanding = dict.fromkeys(settings.urls, 0)
-        self._pending: deque[tuple[int, int, Sequence[int] | str]] = deque()
+        self._pending: deque[tuple[int, int, Prompt]] = deque()
         self._in_flight = 0
         self._live: set[SseRequest] = set()  # on a connection: what the sweep checks
         self._sweeping = False
@@ -181,6 +120,7 @@ class EndpointClient:
         self.requests = 0
         #: The cap every response is held to (``max_tokens``: what the card allows).
         self.cap = settings.cap()
+        self._tools = Finisher(encode, self.cap) if settings.tools else None
         #: How the completed streams ended (``finish_reason``: "length", "stop", ...).
         self.finish_reasons: dict[str, int] = {}
         self.reconciled: dict[str, int] = {}  # streams taken by ``adapt``'s rules
@@ -220,14 +160,14 @@ class EndpointClient:
         await asyncio.sleep(0)  # the transports' connection_lost
 
     # -- requests ----------------------------------------------------------------------
-    def submit(self, items: Sequence[tuple[int, int, Sequence[int] | str]]) -> None:
+    def submit(self, items: Sequence[tuple[int, int, Prompt]]) -> None:
         """Stream each (key, sample index, prompt); thread-safe. The prompt is the
         dataset's ids, or its own text where the settings send text (``prompt_as =
         "text"``, ``api = "chat"``). The index only names the sample in an error."""
         assert self._loop is not None
         self._loop.call_soon_threadsafe(self._spawn, list(items))
 
-    def _spawn(self, items: list[tuple[int, int, Sequence[int] | str]]) -> None:
+    def _spawn(self, items: list[tuple[int, int, Prompt]]) -> None:
         # A queue and a count, not a semaphore and a task per request: at most
         # max_in_flight requests (and so connections) are open at once.
         self._pending.extend(items)
@@ -244,7 +184,7 @@ class EndpointClient:
         self._outstanding[url] += 1
         return url
 
-    def _begin(self, key: int, index: int, prompt: Sequence[int] | str) -> None:
+    def _begin(self, key: int, index: int, prompt: Prompt) -> None:
         s = self.settings
         request = SseRequest(self, key, index, self._pick(), s.api == "chat")
         self.requests += 1
@@ -252,7 +192,7 @@ class EndpointClient:
             # A run submits the dataset's own text when text is sent: a decode of the ids
             # drops special tokens (tinylm's EOS paragraph separator). Ids reach here in
             # text mode only from the pre-flight's one short request.
-            if s.text_prompt and not isinstance(prompt, str):
+            if s.text_prompt and not isinstance(prompt, str | dict):
                 prompt = self._decode(list(prompt))
             body = self._dumps(s.body(prompt))
         except Exception as exc:  # the tokenizer's or the encoder's: this request only
@@ -280,7 +220,11 @@ class EndpointClient:
         where = f"{request.url}{self.settings.path()}: sample {request.index} (query {request.key})"
         if error is None:
             try:
-                ids, source = self._finish(request.state)
+                if self._tools is not None:
+                    ids, payload = self._tools(request.state)
+                    source = "tokenizer"
+                else:
+                    (ids, source), payload = self._finish(request.state), None
             except StreamError as exc:
                 error = exc
             else:
@@ -291,7 +235,10 @@ class EndpointClient:
                     # real one, now known (never a made-up id).
                     request.state.first_sent = True
                     self._on_first(request.key, ids)
-                self._on_done(request.key, ids, source)
+                if payload is None:
+                    self._on_done(request.key, ids, source)
+                else:
+                    self._on_done(request.key, ids, source, payload)
                 return
         # The run fails on this: what is still queued is not sent (it would only load
         # a server that is failing, and its answers are not used).
@@ -337,6 +284,8 @@ class EndpointClient:
         return True
 
     def _ids(self, state: StreamState) -> list[int]:
+        if self._tools is not None:
+            return self._encode(self._tools.text(state))
         if self.settings.token_source == "engine":
             return state.ids
         return self._encode("".join(state.text))

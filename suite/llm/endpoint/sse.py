@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from suite.errors import BackendError
+from suite.llm.endpoint import tool_calls
 from suite.llm.endpoint.http_pool import TransportError
 
 if TYPE_CHECKING:
@@ -46,6 +47,10 @@ class StreamState:
     #: the cap proves a response past it even where the ids come later (tokenizer mode)
     outputs: int = 0
     first_sent: bool = False
+    #: a chat completion's reasoning deltas (``reasoning_content``) and tool calls,
+    #: assembled by index (``tool_calls``); None until a tool call arrives
+    reasoning: list[str] = field(default_factory=list)
+    tool_calls: dict[int, dict[str, Any]] | None = None
 
 
 def read_event(state: StreamState, payload: Any, chat: bool) -> bool:
@@ -71,14 +76,34 @@ def read_event(state: StreamState, payload: Any, chat: bool) -> bool:
                 raise StreamError(f"'token_ids' is not a list of integers: {str(ids)[:200]}")
             state.ids.extend(ids)
             carried = True
-        text = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
+        delta = (choice.get("delta") or {}) if chat else {}
+        text = delta.get("content") if chat else choice.get("text")
         if text:
             state.text.append(text)
             carried = True
+        if chat and (delta.get("tool_calls") or delta.get("reasoning_content")):
+            carried = _chat_extras(state, delta) or carried
         if choice.get("finish_reason"):
             state.finish_reason = choice["finish_reason"]
     state.chunks += 1
     state.outputs += carried
+    return carried
+
+
+def _chat_extras(state: StreamState, delta: dict[str, Any]) -> bool:
+    """A chat delta's tool-call pieces and reasoning (``tool_calls``); True if any."""
+    carried = False
+    reasoning = delta.get("reasoning_content")
+    if isinstance(reasoning, str) and reasoning:
+        state.reasoning.append(reasoning)
+        carried = True
+    pieces = delta.get("tool_calls")
+    if pieces:
+        if state.tool_calls is None:
+            state.tool_calls = {}
+        if not tool_calls.merge(state.tool_calls, pieces):
+            raise StreamError(f"'tool_calls' is not a list: {str(pieces)[:200]}")
+        carried = True
     return carried
 
 

@@ -41,6 +41,7 @@ from suite.llm.endpoint.client import (
     ErrorCallback,
     FirstCallback,
 )
+from suite.llm.endpoint.settings import Prompt
 
 
 def default_workers() -> int:
@@ -65,7 +66,7 @@ def process_record(role: str, cpu_since: float | None, requests: int, chunks: in
             "requests": requests, "chunks": chunks, **more}
 
 
-def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int] | str],
+def _worker(conn: Connection, settings: ClientSettings, prompts: list[Prompt],
             spec: tuple[str, Any, int], index: int = 0) -> None:
     """A worker process: stream what the parent sends, send back batches of events."""
     from suite.llm.dataset import tokenizer_from_spec
@@ -98,7 +99,8 @@ def _worker(conn: Connection, settings: ClientSettings, prompts: list[list[int] 
 
     client = EndpointClient(settings, tokenizer.encode_text, tokenizer.decode,
                             lambda key, ids: push(("f", key, ids[0])),
-                            lambda key, ids, source: push(("d", key, ids, source)),
+                            lambda key, ids, source, payload=None:
+                            push(("d", key, ids, source, payload)),
                             lambda key, message: push(("e", key, message)))
     client.start()
     conn.send([("ready",)])
@@ -131,11 +133,11 @@ class ClientWorkers:
     """N client processes behind the ``EndpointClient`` surface (see the module docstring)."""
 
     def __init__(self, settings: ClientSettings, count: int,
-                 prompts: Sequence[Sequence[int] | str],
+                 prompts: Sequence[Prompt],
                  tokenizer: tuple[str, Any, int], on_first: FirstCallback | None,
                  on_done: DoneCallback, on_error: ErrorCallback) -> None:
         self._settings, self._count = settings, count
-        self._prompts = [p if isinstance(p, str) else list(p) for p in prompts]
+        self._prompts = [p if isinstance(p, str | dict) else list(p) for p in prompts]
         self._tokenizer = tokenizer
         self._on_first, self._on_done, self._on_error = on_first, on_done, on_error
         self._conns: list[Connection] = []
@@ -177,7 +179,7 @@ class ClientWorkers:
                                hint="set backend.openai.client_workers = 0 to stream from "
                                     "LoadGen's process") from None
 
-    def submit(self, items: Sequence[tuple[int, int, Sequence[int] | str]]) -> None:
+    def submit(self, items: Sequence[tuple[int, int, Prompt]]) -> None:
         """Hand each (key, index, _) to the worker with the fewest outstanding."""
         by_worker: dict[int, list[tuple[int, int]]] = {}
         with self._lock:
@@ -234,7 +236,10 @@ class ClientWorkers:
                             if worker is not None:
                                 self._outstanding[worker] -= 1
                         if kind == "d":
-                            self._on_done(event[1], event[2], event[3])
+                            if event[4] is None:
+                                self._on_done(event[1], event[2], event[3])
+                            else:  # a tool-calling card's recorded response
+                                self._on_done(event[1], event[2], event[3], event[4])
                         else:
                             self._on_error(event[1], event[2])
                     elif kind == "ready":

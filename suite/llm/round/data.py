@@ -129,6 +129,16 @@ def _rows(path: Path, fmt: str) -> list[dict[str, Any]]:
             for row in frame.itertuples(index=False, name=None)]
 
 
+def parquet_rows(path: Path) -> list[dict[str, Any]]:
+    """A parquet table's rows as dicts (qwen3.6-27b's BFCL file: ``bfcl``)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise DatasetError(f"reading {path} (parquet) needs pandas",
+                           hint="pip install pandas") from None
+    return _parquet(pd, path)
+
+
 def _parquet(pd: Any, path: Path) -> list[dict[str, Any]]:
     try:
         with warnings.catch_warnings():  # pandas 3 deprecates fastparquet, which still reads

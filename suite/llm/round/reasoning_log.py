@@ -5,7 +5,9 @@ them, decoded as the card's reference decodes them (deepseek-r1: special tokens 
 gpt-oss-120b: kept), scored by ``reasoning``. LiveCodeBench samples need the problems'
 tests: the directory ``livecodebench`` beside the dataset file (``livecodebench``'s files).
 ``accuracy.txt`` holds the line the reference prints (what the checker and TEST07 read),
-the result dict, and the log's hash.
+the result dict, and the log's hash. A tool-calling card's log (qwen3.6-27b:
+``evaluation = "bfcl-v4"``) holds recorded responses, not ids: ``score_log`` hands it to
+``bfcl_score``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ def score_log(test_dir: Path, dataset: LLMDataset, accuracy: LLMAccuracySpec,
               ) -> tuple[dict[str, object], bool, list[str], str]:
     """The result dict, the verdict against the round's targets, a line per check, and the
     log's hash (the shape of ``suite.llm.accuracy.score_round_log``)."""
+    if accuracy.evaluation == "bfcl-v4":
+        from suite.llm.round import bfcl_score
+
+        return bfcl_score.score_log(test_dir, dataset, targets, upper_limits)
     flavor: reasoning.Flavor = "deepseek-r1" if accuracy.evaluation == "deepseek-r1" \
         else "gpt-oss-120b"
     if dataset.subsets is None:

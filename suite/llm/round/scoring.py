@@ -29,7 +29,8 @@ from suite.paths import install_hint
 #: The checker's target names and the keys of the reference's result dict.
 METRIC_KEYS = {"ROUGE1": "rouge1", "ROUGE2": "rouge2", "ROUGEL": "rougeL",
                "ROUGELSUM": "rougeLsum", "GEN_LEN": "gen_len",
-               "TOKENS_PER_SAMPLE": "tokens_per_sample", "exact_match": "exact_match"}
+               "TOKENS_PER_SAMPLE": "tokens_per_sample", "exact_match": "exact_match",
+               "mAP": "mAP"}  # qwen3.6-27b: BFCL's overall accuracy (bfcl_score)
 
 
 @functools.cache
