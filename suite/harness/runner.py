@@ -208,8 +208,26 @@ def run_in_child(
             with (test_dir / "harness.log").open("a", encoding="utf-8") as log:
                 log.write(early)
         started.early_log.close()
+    if killed and not (test_dir / "status.json").exists():
+        _parent_status(test_dir, interrupted, child.returncode, killed)
     return collect_test(config, mode, test_dir, child.returncode, bool(interrupted),
                         killed or _status_error(watch), interrupted)
+
+
+def _parent_status(test_dir: Path, interrupted: str, returncode: int, killed: str) -> None:
+    """``status.json`` for a child the parent ended before it wrote its own (a stop on a
+    machine so busy that the child could not exit within ``STOP_KILL_S``, a child that
+    went silent): the test's record says what happened, by whom, and that the child's
+    own counts are missing. Written atomically; a full disk leaves FAILED.txt's account."""
+    record = {"status": "interrupted" if interrupted else "failed",
+              "exit_code": 130 if interrupted else (returncode if returncode > 0 else 1),
+              "reason": interrupted or killed, "note": killed,
+              "written_by": "the parent: the child was ended before it wrote its status",
+              "child_returncode": returncode}
+    tmp = test_dir / "status.json.tmp"
+    with contextlib.suppress(OSError):
+        tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(test_dir / "status.json")
 
 
 def _status_error(watch: _Watch) -> str:
