@@ -6,6 +6,7 @@ the child (the one batching ``SystemUnderTest`` over ``task.TaskBackend``), and
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -65,14 +66,23 @@ def prepare_task(config: RunConfig, paths: Paths, card: ModelCard
 def stand_in_model(root: Path, name: str) -> None:
     """The stand-in's model file ``name`` that the run's backend loads: ``model.onnx``,
     written with the stand-in, or a file derived from it once (torch's exported program,
-    ``suite.tasks.standin_torch``); a name no converter makes is left to ``check_model``."""
+    ``suite.tasks.standin_torch``); a name no converter makes is left to ``check_model``.
+
+    A derived file is written beside the ONNX file's target and linked as ``root/name``,
+    as ``model.onnx`` is: a task finds the files beside its model there (whisper's
+    tokenizer)."""
     if not name or (root / name).is_file():
         return
     from suite.tasks.standin_torch import PROGRAM_FILE, write_program
 
     if name == PROGRAM_FILE:
         try:
-            write_program(root / "model.onnx", root / name)
+            source = (root / "model.onnx").resolve()
+            target = write_program(source, source.with_name(name))
+            link = root / f".{name}.{os.getpid()}.link"
+            link.unlink(missing_ok=True)
+            link.symlink_to(target.relative_to(root.resolve()))
+            os.replace(link, root / name)  # atomic: a concurrent run's link is the same
         except OSError as exc:
             raise SuiteError(f"cannot write the stand-in's {name} in {root}: {exc}",
                              hint="check that the cache directory is writable "
