@@ -98,11 +98,12 @@ def _dataset(paths: Paths, card: Any, task: Any, info: dict[str, Any],
 
 def _record_differs(recorded: Any, opened: dict[str, Any]) -> str:
     """Where the run's dataset record and the opened dataset's differ ("" if nowhere),
-    paths aside: the two machines keep the same files in different places."""
+    paths aside: the two machines keep the same files in different places. Only the
+    task's own keys count (the pipeline adds its staging and the stand-in mark)."""
     if not isinstance(recorded, dict):
         return "the bundle's run.json records no dataset"
     ours, theirs = _content(opened), _content({k: v for k, v in recorded.items()
-                                               if k != "stand_in"})
+                                               if k in opened})
     if ours == theirs:
         return ""
     keys = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
