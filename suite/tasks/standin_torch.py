@@ -85,7 +85,7 @@ def graph_module(graph: Any) -> Any:
     import torch
     from onnx import helper, numpy_helper
 
-    class _Graph(torch.nn.Module):  # type: ignore[misc]
+    class _Graph(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.static: dict[str, Any] = {}

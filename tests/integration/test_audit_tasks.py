@@ -1,8 +1,9 @@
-"""``suite audit`` step 3 on task cards (issue 38): a packaged bert and yolo stand-in bundle
-(``--unofficial``: a stand-in is never a result; the open division, as its run records) is re-scored from its full accuracy logs
-by each card's task, with the stand-in written again in the auditor's own cache; a
-tampered accuracy log is caught, with its ``hash=`` line left as it was and with the line
-forged to match. Real LoadGen runs, real Ed25519 signatures."""
+"""``suite audit`` step 3 on task cards (issue 38): a packaged bert and yolo stand-in
+bundle (``--unofficial``: a stand-in is never a result; the open division, as its run
+records) is re-scored from its full accuracy logs by each card's task, with the stand-in
+written again in the auditor's own cache; a tampered accuracy log is caught, with its
+``hash=`` line left as it was and with the line forged to match. Real LoadGen runs, real
+Ed25519 signatures."""
 
 from __future__ import annotations
 
@@ -31,9 +32,9 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert run_cli("keygen", "--out", str(keys), **PASS).returncode == 0
     (base / "system.toml").write_text(SYSTEM_TOML)
     proc = run_cli("package", "--submitter", "Acme", "--system", "box1", "--unofficial",
-                   "--division", "open", "--round", "v6.1", "--runs-dir", str(runs), "--out-dir", str(out),
-                   "--key", str(keys / "signing.key"), "--system-config",
-                   str(base / "system.toml"), **PASS)
+                   "--division", "open", "--round", "v6.1", "--runs-dir", str(runs),
+                   "--out-dir", str(out), "--key", str(keys / "signing.key"),
+                   "--system-config", str(base / "system.toml"), **PASS)
     assert proc.returncode in (0, 2), proc.stdout[-2000:] + proc.stderr[-2000:]
     [tarball] = list(out.glob("*.tar.gz"))
     return {"bundle": tarball, "tree": out / tarball.name.removesuffix(".tar.gz"),

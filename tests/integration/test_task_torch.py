@@ -8,13 +8,16 @@ out. The same stand-in's accuracy on onnxruntime is the reference. Both read the
 samples from the same stand-in directory (the default cache, shared with the stand-in
 runs of ``test_task_stand_ins.py``, so each stand-in and program is written once).
 
-Tolerance: the accuracy figures agree to ``TOLERANCE`` (absolute, in the metric's unit).
+Tolerance: the accuracy figures agree to ``TOLERANCE``, relative (0.05 %).
 Both backends run the same float32 graph, but their kernels sum in different orders (an
-average pool of 100 x 100 pixels, a matmul): outputs were measured to differ by at most
-1.5e-5 (whisper's logits) and 1.4e-7 (yolo's scores), and bert's and 3d-unet's not at
-all. Such a difference moves a figure only where it flips an argmax or a ranking, which
-the stand-ins' seeded jitter keeps from ties; the figures were equal on every card when
-this test was written, and the tolerance allows one such flip, no more.
+average pool of 8 x 8 to 100 x 100 pixels, a matmul): outputs were measured to differ by
+at most 1.5e-5 (whisper's logits) and 1.4e-7 (yolo's scores), bert's and 3d-unet's not
+at all. Such a difference moves a figure only where it reorders two near-equal scores.
+Measured on a 2-core machine (torch 2.13 CPU, onnxruntime 1.32), torch / onnxruntime:
+bert-99 F1 32.3797 / 32.3797, 3d-unet-99 DICE 0.8855 / 0.8855, whisper 96.4481 / 96.4481,
+retinanet mAP 51.8502 / 51.8502, yolo-95 mAP 12.5791 / 12.5797 (one detection's rank among
+near-equal scores, 4.8e-5 of the figure); the tolerance is 10 times that, and far below
+what a change of the model or the pipeline moves.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ import pytest
 
 from tests.conftest import REPO, only_run_dir, run_cli
 
-#: Absolute, in the metric's unit (percent for F1, mAP, DICE and 100 - WER).
-TOLERANCE = 0.01
+#: Relative to onnxruntime's figure (F1, mAP and 100 - WER are percent, DICE a fraction).
+TOLERANCE = 5e-4
 STAND_IN = "stand-in: not the reference model or dataset"
 
 
@@ -77,4 +80,5 @@ def test_every_task_card_runs_its_stand_in_on_torch(round_name: str, benchmark: 
     assert torch_run["dataset"] == onnx_run["dataset"]  # the same samples, the same files
     ours, theirs = torch_run["tests"][0]["accuracy"], onnx_run["tests"][0]["accuracy"]
     assert ours["metric"] == theirs["metric"]
-    assert abs(ours["value"] - theirs["value"]) <= TOLERANCE, (ours, theirs)
+    assert abs(ours["value"] - theirs["value"]) <= TOLERANCE * abs(theirs["value"]), (
+        ours, theirs)
