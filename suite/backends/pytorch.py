@@ -114,6 +114,12 @@ class TorchBackend(BackendBase):
     serves_tasks = True
     stand_in_model = "model.pt2"
 
+    @property
+    def warm_per_thread(self) -> bool:
+        # A task's program on the CPU keeps no per-thread state (no compile, no streams):
+        # the SUT's one warm-up serves every worker, as for onnxruntime's CPU session.
+        return self._program is None or self._program.device.type != "cpu"
+
     def predict_named(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         if self._program is None:
             raise BackendError("backend torch: no task card's program is loaded")
