@@ -1,9 +1,10 @@
 """Audit step 3: each result's accuracy recomputed from the bundle's full accuracy log.
 
 The recomputation is the benchmark's kind's (``_ACCURACY_BY_KIND``): top-1 against the
-dataset's labels for a tensor card, ROUGE and tokens per sample (or the round's targets)
-for a text-generation card (``suite.llm.audit``). Each is compared with the result's
-``accuracy.txt`` and the signed claim.
+dataset's labels for a classification card, the card's task's own score for a task card
+(``task_step``: the reference script's, as the run scored it), ROUGE and tokens per
+sample (or the round's targets) for a text-generation card (``suite.llm.audit``). Each is
+compared with the result's ``accuracy.txt`` and the signed claim.
 """
 
 from __future__ import annotations
@@ -30,8 +31,23 @@ _HASH = re.compile(r"^hash=([0-9a-f]{64})$")
 def accuracy_step(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],
                   info: dict[str, Any], data: AuditData) -> None:
     """Recompute one result's accuracy (``info``: its evidence's run.json) and report it."""
-    _ACCURACY_BY_KIND[card_kind(paths, str(info["benchmark"]))](report, tree, paths, claim,
-                                                                  info, data)
+    kind = card_kind(paths, str(info["benchmark"]))
+    if kind is Kind.TENSOR and _is_task_card(paths, str(info["benchmark"])):
+        from suite.audit.task_step import task_accuracy
+
+        task_accuracy(report, tree, paths, claim, info, data)
+        return
+    _ACCURACY_BY_KIND[kind](report, tree, paths, claim, info, data)
+
+
+def _is_task_card(paths: Paths, benchmark: str) -> bool:
+    """Whether the benchmark's card is a task card (``suite.tasks``): re-scored by its task."""
+    from suite.models import load_card
+
+    try:
+        return load_card(paths, benchmark).is_task_card
+    except SuiteError:  # no card: the top-1 path says so in its own evidence
+        return False
 
 
 def _top1_accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str, Any],

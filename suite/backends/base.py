@@ -251,6 +251,9 @@ class BackendBase(BackendCore):
 
     #: Whether ``predict_named`` serves a task card (``ModelCard.is_task_card``).
     serves_tasks: ClassVar[bool] = False
+    #: The file of a task card's stand-in this backend loads (``suite run --stand-in``):
+    #: the stand-in's ONNX model, or a file derived from it (torch: ``model.pt2``).
+    stand_in_model: ClassVar[str] = "model.onnx"
 
     def predict_named(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """A task card's model call: every ``[[inputs]]`` tensor by name (a batch on axis
@@ -258,7 +261,7 @@ class BackendBase(BackendCore):
         (``serves_tasks``) implement it."""
         from suite.errors import BackendError
         raise BackendError(f"backend '{self.name}' does not run task cards",
-                           hint="use onnxruntime, simulated or null for this benchmark")
+                           hint="use onnxruntime, torch, simulated or null for this benchmark")
 
     def accept_raw_input(self, raw: RawInput) -> bool:
         """Whether ``predict`` will take batches in ``raw`` form and normalise them

@@ -19,6 +19,9 @@ padded to a few buckets that are (``buckets``, as CUDA graphs are); on a CPU the
 classes torch.compile specialises on (1, 2, 3, max). ``cudnn.benchmark`` and TF32 are
 set from options, never left to process state, and recorded in ``BackendInfo``.
 
+Task cards (``[[inputs]]``/``[[outputs]]``) run from a ``torch.export`` program instead,
+called by tensor name (``torch_task``); the options live in ``torch_options``.
+
 Raw input (CUDA): ``accept_raw_input`` takes uint8 HWC pixel batches, a quarter of
 float32's bytes to copy, and normalises them on the device; ``input_buffer`` hands the
 SUT page-locked buffers, so a batch gathered there is copied to the device directly.
@@ -28,10 +31,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pydantic import Field, model_validator
 
 from suite.backends.base import (
     BackendBase,
@@ -42,10 +44,10 @@ from suite.backends.base import (
 )
 from suite.backends.torch_model import load_card_model
 from suite.backends.torch_model import weights_sha256 as weights_sha256  # re-export
+from suite.backends.torch_options import TorchOptions as TorchOptions  # re-export
 from suite.backends.torch_support import (
     TORCH_INSTALL,
     ShapePlan,
-    ShapePolicy,
     StreamSlots,
     host_outputs,
     normalize_on_device,
@@ -53,7 +55,9 @@ from suite.backends.torch_support import (
     plan_shapes,
     precision_flags,
     precision_record,
+    set_cuda_flags,
 )
+from suite.backends.torch_task import TaskProgram
 from suite.errors import BackendError, ModelError
 
 if TYPE_CHECKING:
@@ -61,65 +65,6 @@ if TYPE_CHECKING:
     from suite.types import Batch, Outputs
 
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
-
-
-class TorchOptions(BackendOptions):
-    """``[backend.torch]`` options."""
-
-    device: str = Field(default="cpu", pattern=r"^(cpu|cuda(:\d+)?)$",
-                        description="'cpu', 'cuda' or 'cuda:N'")
-    dtype: Literal["fp32", "fp16", "bf16"] = Field(
-        default="fp32", description="weights and compute precision; inputs are cast to it "
-        "and floating outputs returned as float32 (integer outputs, such as class indices, "
-        "keep their type)")
-    compile: bool = Field(default=False, description="wrap the model in torch.compile "
-                          "(compiled during load, before LoadGen starts)")
-    compile_mode: Literal["default", "reduce-overhead", "max-autotune",
-                          "max-autotune-no-cudagraphs"] = Field(
-        default="default", description="torch.compile mode; 'reduce-overhead' uses CUDA graphs")
-    cuda_graphs: bool = Field(default=False, description="capture one CUDA graph per batch "
-                              "size in cuda_graph_batch_sizes; a batch is padded to the next one")
-    cuda_graph_batch_sizes: tuple[int, ...] = Field(
-        default=(), description="batch sizes to capture; empty: powers of two up to, and "
-        "including, sut.max_batch_size")
-    channels_last: bool = Field(default=False, description="NHWC memory format for 4-D "
-                                "inputs and the model's weights")
-    pin_memory: bool = Field(default=True, description="CUDA: stage inputs in page-locked "
-                             "host memory so the host-to-device copy is asynchronous")
-    copy_stream: bool = Field(default=True, description="CUDA: copy inputs on a separate "
-                              "stream per worker thread, overlapping compute")
-    streams: int = Field(default=4, ge=1, le=64, description="CUDA: worker streams made "
-                         "and warmed at load (every warmed size on each); each worker thread "
-                         "takes one, a thread beyond these makes its own, cold. Keep it >= "
-                         "sut.workers")
-    num_threads: int = Field(default=1, ge=0, description="torch.set_num_threads for CPU ops; "
-                             "0: torch decides. Keep workers x num_threads <= cores")
-    shapes: ShapePolicy = Field(
-        default="auto", description="batch sizes warmed at load: 'all' runs every size "
-        "1..sut.max_batch_size; 'buckets' pads each batch to the next power of two (or "
-        "cuda_graph_batch_sizes) and warms those; 'auto': all on CUDA (buckets with "
-        "cuda_graphs), on a CPU the sizes 1, 2, 3 and the maximum")
-    cudnn_benchmark: bool = Field(default=False, description="CUDA: torch.backends.cudnn."
-                                  "benchmark; it times every kernel at each new shape "
-                                  "(68-160 ms a shape measured on an H100)")
-    tf32: bool = Field(default=False, description="CUDA fp32: allow TF32 in convolutions "
-                       "and matmuls (faster, 10-bit mantissa); recorded in the precision")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> TorchOptions:
-        if self.cuda_graphs and not self.device.startswith("cuda"):
-            raise ValueError("cuda_graphs needs device 'cuda' or 'cuda:N'")
-        if self.cuda_graphs and self.compile:
-            raise ValueError("cuda_graphs and compile exclude each other; use "
-                             "compile_mode = 'reduce-overhead' for CUDA graphs under torch.compile")
-        if any(size < 1 for size in self.cuda_graph_batch_sizes):
-            raise ValueError("cuda_graph_batch_sizes must be positive")
-        if self.cuda_graphs and self.shapes == "all":
-            raise ValueError("cuda_graphs pads batches to the captured sizes; use shapes "
-                             "'buckets' or 'auto' with it")
-        if self.tf32 and (self.dtype != "fp32" or not self.device.startswith("cuda")):
-            raise ValueError("tf32 applies to dtype 'fp32' on a CUDA device only")
-        return self
 
 
 class TorchBackend(BackendBase):
@@ -161,6 +106,7 @@ class TorchBackend(BackendBase):
         self._means: Any = None
         #: Page-locked buffers handed out by ``input_buffer``, by host address.
         self._buffers: dict[int, tuple[Any, np.dtype[Any], tuple[int, ...]]] = {}
+        self._program: TaskProgram | None = None
 
     @classmethod
     def options_problem(cls, options: BackendOptions) -> str | None:
@@ -168,6 +114,21 @@ class TorchBackend(BackendBase):
         if options.device.startswith("cuda") and (gpu := nvidia_gpu_problem()) is not None:
             return f"device '{options.device}' cannot be used: {gpu}"
         return None
+
+    #: Task cards run from a torch.export program (``torch_task``), a stand-in's too.
+    serves_tasks = True
+    stand_in_model = "model.pt2"
+
+    @property
+    def warm_per_thread(self) -> bool:
+        # A task's program on the CPU keeps no per-thread state (no compile, no streams):
+        # the SUT's one warm-up serves every worker, as for onnxruntime's CPU session.
+        return self._program is None or self._program.device.type != "cpu"
+
+    def predict_named(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        if self._program is None:
+            raise BackendError("backend torch: no task card's program is loaded")
+        return self._program.call(inputs)
 
     # -- loading ---------------------------------------------------------------------
 
@@ -185,6 +146,9 @@ class TorchBackend(BackendBase):
         self._torch, opts = torch, self.opts
         if opts.num_threads:
             torch.set_num_threads(opts.num_threads)
+        if card.is_task_card:  # a torch.export program, called by tensor name (torch_task)
+            self._program = TaskProgram.load(torch, card, opts)
+            return self._program.info
         try:
             model = self.build_model(card)
             self._device = torch.device(opts.device)
@@ -194,7 +158,7 @@ class TorchBackend(BackendBase):
                                    hint="install the CUDA build of torch, or use device 'cpu'")
             self._dtype = getattr(torch, _DTYPES[opts.dtype])
             if self._device.type == "cuda":
-                self._set_cuda_flags(torch)
+                set_cuda_flags(torch, opts.cudnn_benchmark, opts.dtype, opts.tf32)
             model = model.to(device=self._device, dtype=self._dtype)
             if opts.channels_last:
                 model = model.to(memory_format=torch.channels_last)
@@ -232,16 +196,6 @@ class TorchBackend(BackendBase):
                              "per-graph lock",
             },
         )
-
-    def _set_cuda_flags(self, torch: Any) -> None:
-        """cuDNN benchmark mode and TF32 from the options (process-wide torch flags)."""
-        opts = self.opts
-        torch.backends.cudnn.benchmark = opts.cudnn_benchmark
-        if opts.dtype == "fp32":
-            # cuDNN convolutions default to TF32 on Ampere and later: fp32 means fp32
-            # unless the options say tf32, and the effective flags are recorded.
-            torch.backends.cudnn.allow_tf32 = opts.tf32
-            torch.backends.cuda.matmul.allow_tf32 = opts.tf32
 
     def _warm_up(self, model: Any) -> None:
         """Run every size of the shape plan and capture CUDA graphs now, not under LoadGen."""
@@ -398,7 +352,7 @@ class TorchBackend(BackendBase):
             return result
 
     def close(self) -> None:
-        self._forward = None
+        self._forward = self._program = None
         self._graphs.clear()
         self._buffers.clear()
         self._means = None

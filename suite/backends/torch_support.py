@@ -110,6 +110,16 @@ def precision_flags(torch: Any) -> str:
             f"float32_matmul_precision={torch.get_float32_matmul_precision()}")
 
 
+def set_cuda_flags(torch: Any, cudnn_benchmark: bool, dtype: str, tf32: bool) -> None:
+    """cuDNN benchmark mode and TF32 from the options (process-wide torch flags)."""
+    torch.backends.cudnn.benchmark = cudnn_benchmark
+    if dtype == "fp32":
+        # cuDNN convolutions default to TF32 on Ampere and later: fp32 means fp32
+        # unless the options say tf32, and the effective flags are recorded.
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+
+
 def precision_record(dtype: str, tf32: bool) -> tuple[str, str]:
     """(``BackendInfo.precision``, ``weight_transformations``) for what was loaded."""
     if dtype == "fp32":

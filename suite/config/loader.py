@@ -13,6 +13,8 @@ Layers, lowest to highest precedence (each later layer overrides earlier ones ke
 4. with ``--quick``: the ``[quick]`` tables of the scenario file (durations in seconds);
 5. the user config file (``--config``): top level, ``[benchmarks.<name>]``,
    ``[scenarios.<scenario>]``;
+   with ``--stand-in``: the card's stand-in as dataset and model, under the
+   ``data.cache_dir`` the layers set (the state cache if none);
 6. command-line flags (``--set key=value`` and the named flags).
 
 ``[data]`` (where a user-supplied dataset, model and preprocessing cache live) has one
@@ -237,10 +239,11 @@ def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSe
             read_toml(request.config_file), str(request.config_file), ctx, True
         )
         layers += normal
+    later = [parse_set(item) for item in request.sets]
+    later += [(flag, {key: value}) for key, (value, flag) in request.flags.items()]
     if request.stand_in:
-        layers.append(_stand_in_layer(request, paths, scenario))
-    layers += [parse_set(item) for item in request.sets]
-    layers += [(flag, {key: value}) for key, (value, flag) in request.flags.items()]
+        layers.append(_stand_in_layer(request, _cache_dir([*layers, *later], paths), scenario))
+    layers += later
 
     values: dict[str, Any] = {}
     provenance: dict[str, str] = {}
@@ -301,17 +304,27 @@ def _backend_defaults(backend: str, scenario: Scenario) -> list[Layer]:
     return [(f"default for {backend}", dict(defaults))] if defaults else []
 
 
-def _stand_in_layer(request: ConfigRequest, paths: Paths, scenario: Scenario) -> Layer:
-    """``--stand-in``: the card's stand-in (``paths.stand_in_dir`` in the state cache) as
-    the run's dataset and model, and settings that keep every scenario short whatever the
-    machine's speed: the stand-in's samples, no minimum duration, a fixed query count."""
+def _cache_dir(layers: list[Layer], paths: Paths) -> Path:
+    """The run's ``data.cache_dir`` as the layers set it (the last one wins), before they
+    are merged: the stand-in's directory lies in it. Unset: the state cache."""
+    chosen = next((value for _, layer in reversed(layers)
+                   if isinstance(value := layer.get("data.cache_dir"), str) and value), "")
+    return Path(chosen).expanduser().resolve() if chosen else paths.cache
+
+
+def _stand_in_layer(request: ConfigRequest, cache: Path, scenario: Scenario) -> Layer:
+    """``--stand-in``: the card's stand-in (``paths.stand_in_dir`` in the run's cache
+    directory) as the run's dataset and model (the file the backend loads), and settings
+    that keep every scenario short whatever the machine's speed: the stand-in's samples,
+    no minimum duration, a fixed query count."""
     from suite.config.model import STAND_IN_SEED
     from suite.models import card_name
     from suite.paths import stand_in_dir
 
-    root = stand_in_dir(paths.cache, card_name(request.benchmark), STAND_IN_SEED)
+    root = stand_in_dir(cache, card_name(request.benchmark), STAND_IN_SEED)
+    model = getattr(backend_class(request.backend), "stand_in_model", "model.onnx")
     settings: dict[str, Any] = {
-        "data.dataset_dir": str(root / "dataset"), "data.model_path": str(root / "model.onnx"),
+        "data.dataset_dir": str(root / "dataset"), "data.model_path": str(root / model),
         "loadgen.performance_sample_count": STAND_IN_SAMPLES, "loadgen.min_duration_ms": 0,
         # LoadGen's early stopping needs >= 662 MultiStream queries and 459 Server ones;
         # SingleStream's is met at 64 (VALID on bert's and 3d-unet's stand-ins); Offline's

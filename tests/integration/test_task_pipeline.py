@@ -96,9 +96,9 @@ def test_a_bad_dataset_directory_or_backend_is_one_line_and_exit_1(home: Path,
     errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and "labels.json is missing" in errors[0], done.stderr
     assert "Traceback" not in done.stderr and list(runs.iterdir()) == []
-    # a backend that cannot feed named tensors is refused the same way (torch: a task card
-    # names no PyTorch module)
-    done = run_cli("run", "--benchmark", "toytask", "--backend", "torch", "--stand-in",
+    # a backend that cannot feed named tensors is refused the same way
+    done = run_cli("run", "--benchmark", "toytask", "--backend",
+                   "tests.support.fault_backends:NoTasksBackend", "--stand-in",
                    "--runs-dir", str(runs), SUITE_HOME=str(home))
     errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
     assert done.returncode == 1 and len(errors) == 1, done.stderr

@@ -124,6 +124,12 @@ class CachingBackend(SteadyBackend):
         return outputs
 
 
+class NoTasksBackend(NullBackend):
+    """A tensor backend that feeds no tensors by name: it serves no task card."""
+
+    serves_tasks = False
+
+
 # Output-contract breakers (tests/integration/test_output_contract.py): each answers every batch,
 # at once, with outputs that numpy would postprocess without complaint.
 

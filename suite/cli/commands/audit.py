@@ -28,10 +28,12 @@ from suite.cli.options import runs_dir_option
               help="let a replay import this backend the bundle names (the suite's own "
               "backends need no permission); repeatable")
 @click.option("--dataset-path", type=click.Path(path_type=Path, exists=True),
-              help="a round LLM's official dataset file (llama3.1-8b, llama2-70b): step 3 "
-              "re-scores from it; its sha256 must be the one the run recorded")
+              help="a round LLM's official dataset file (llama3.1-8b, llama2-70b), or a "
+              "task card's dataset directory (bert, yolo...; a stand-in's is written "
+              "again): step 3 re-scores from it; it must be the one the run recorded")
 @click.option("--model-path", type=click.Path(path_type=Path, exists=True, file_okay=False),
-              help="the round LLM's model directory (its tokenizer.json)")
+              help="the round LLM's model directory (its tokenizer.json), or the folder "
+              "of whisper's tokenizer.json")
 def audit_command(bundle: Path, public_key: Path, rerun: str | None, tolerance: float,
                   runs_dir: Path | None, as_json: bool, out: Path | None,
                   sign_key: Path | None, allow_backends: tuple[str, ...],

@@ -6,6 +6,7 @@ the child (the one batching ``SystemUnderTest`` over ``task.TaskBackend``), and
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -46,18 +47,46 @@ def prepare_task(config: RunConfig, paths: Paths, card: ModelCard
     if not getattr(backend_class(config.backend), "serves_tasks", False):
         raise ConfigError(f"backend '{config.backend}' does not run task cards ('{card.name}': "
                           "every [[inputs]] and [[outputs]] tensor by name)",
-                          hint="use onnxruntime, simulated or null")
+                          hint="use onnxruntime, torch, simulated or null")
     if config.sut.worker_model == "processes":
         raise ConfigError(f"sut.worker_model = 'processes' is not implemented for task cards "
                           f"('{card.name}')", hint="set sut.worker_model = 'threads'")
-    if config.stand_in:
-        root = stand_in_dir(paths.cache, card.name, STAND_IN_SEED)
+    if config.stand_in:  # in the run's cache directory, as the config's paths say
+        root = stand_in_dir(Path(config.data.cache_dir or paths.cache), card.name,
+                            STAND_IN_SEED)
         ensure_stand_in(task, card, root, STAND_IN_SEED)
+        stand_in_model(root, getattr(backend_class(config.backend), "stand_in_model", ""))
     card = card.with_model_path(config.data.model_path)
     model = check_model(card, paths.cache)
     if config.stand_in:  # the stand-in's own model: say that, not which file it is not
         model = replace(model, division="open", reason=STAND_IN_REASON)
     return task, card, model, open_dataset(task, card, config.data.dataset_dir)
+
+
+def stand_in_model(root: Path, name: str) -> None:
+    """The stand-in's model file ``name`` that the run's backend loads: ``model.onnx``,
+    written with the stand-in, or a file derived from it once (torch's exported program,
+    ``suite.tasks.standin_torch``); a name no converter makes is left to ``check_model``.
+
+    A derived file is written beside the ONNX file's target and linked as ``root/name``,
+    as ``model.onnx`` is: a task finds the files beside its model there (whisper's
+    tokenizer)."""
+    if not name or (root / name).is_file():
+        return
+    from suite.tasks.standin_torch import PROGRAM_FILE, write_program
+
+    if name == PROGRAM_FILE:
+        try:
+            source = (root / "model.onnx").resolve()
+            target = write_program(source, source.with_name(name))
+            link = root / f".{name}.{os.getpid()}.link"
+            link.unlink(missing_ok=True)
+            link.symlink_to(target.relative_to(root.resolve()))
+            os.replace(link, root / name)  # atomic: a concurrent run's link is the same
+        except OSError as exc:
+            raise SuiteError(f"cannot write the stand-in's {name} in {root}: {exc}",
+                             hint="check that the cache directory is writable "
+                                  "(data.cache_dir)") from None
 
 
 def build_task_sut(card: ModelCard, backend: BackendBase, info: BackendInfo,
@@ -69,7 +98,7 @@ def build_task_sut(card: ModelCard, backend: BackendBase, info: BackendInfo,
 
     if not backend.serves_tasks:
         raise ConfigError(f"backend '{config.backend}' does not run task cards ('{card.name}')",
-                          hint="use onnxruntime, simulated or null")
+                          hint="use onnxruntime, torch, simulated or null")
     task = load_task(card)
     enter("opening dataset")
     dataset = open_dataset(task, card, config.data.dataset_dir)
