@@ -18,7 +18,8 @@ import pytest
 from suite.config.rules import load_rules
 from suite.errors import SuiteError
 from suite.paths import find_paths
-from suite.submission.package import _copy_compliance, select_runs
+from suite.submission.compliance_tree import copy_compliance as _copy_compliance
+from suite.submission.package import select_runs
 from suite.submission.safety import Precision
 
 RULES = load_rules(find_paths(), "v6.1")
