@@ -63,9 +63,11 @@ TESTS = {"deepseek-r1": ("TEST06",), "gpt-oss-120b": ("TEST07", "TEST09")}
 PRINTED = {"deepseek-r1": "{'exact_match': 62.857142857142854, 'tokens_per_sample': ",
            "gpt-oss-120b": "'exact_match': 71.964"}
 TEST09_TOKENS = 1278
-#: what an endpoint run cannot measure, stated by the submitter (every run the same: a
-#: compliance attempt counts only for a run of the same statements)
-STATED = ("--set", 'backend.openai.stated_precision="fp32"',
+#: what an endpoint run cannot measure, stated by the submitter (a stated weights digest
+#: makes it a closed result, which the compliance rules apply to; every run states the
+#: same: a compliance attempt counts only for a run of the same statements)
+STATED = ("--set", f'backend.openai.stated_weights_sha256="{"ab" * 32}"',
+          "--set", 'backend.openai.stated_precision="fp32"',
           "--set", 'backend.openai.stated_quantization="none"')
 
 
