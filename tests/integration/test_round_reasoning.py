@@ -1,7 +1,7 @@
 """deepseek-r1 and gpt-oss-120b through the real CLI: a bad dataset file is one line and
 exit 1. Their runs (performance and accuracy scored as the reference scores them; TEST06,
 TEST07 and TEST09, failing and passing; package, verify and audit) are one run per card in
-tests/integration/test_reasoning_evidence.py.
+tests/integration/test_reasoning_evidence_{deepseek,gpt_oss}.py.
 """
 
 from __future__ import annotations

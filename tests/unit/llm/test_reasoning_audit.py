@@ -2,7 +2,7 @@
 on hand-built bundle trees: a check passes only when the verdict re-derived from the
 whole log passes, the packaged verify file says the same, and the log is the one its
 ``accuracy.txt`` hashes; TEST07 needs the set it ran on beside ``--dataset-path``.
-(The passing path through real runs: tests/integration/test_reasoning_evidence.py.)"""
+(The passing path through real runs: tests/support/reasoning_evidence.py.)"""
 
 from __future__ import annotations
 

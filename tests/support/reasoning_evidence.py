@@ -1,4 +1,6 @@
-"""deepseek-r1 and gpt-oss-120b end to end, once per card: the real CLI and LoadGen, the
+"""deepseek-r1 and gpt-oss-120b end to end, once per card (each card's test module:
+tests/integration/test_reasoning_evidence_deepseek.py, ..._gpt_oss.py, so the two run on
+both xdist workers): the real CLI and LoadGen, the
 ``openai`` backend against the synthetic engine answering each prompt with its fixture
 output (``--answers``); performance and accuracy (Offline), the compliance tests the
 round requires of the card (deepseek-r1: TEST06; gpt-oss-120b: TEST07 and TEST09,
@@ -36,8 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from suite.checker import check_path
 from suite.config.rules import load_rules
 from suite.paths import find_paths
@@ -47,12 +47,6 @@ from tests.support import reasoning_fixtures as fx
 from tests.support.llm_endpoints import synthetic
 from tests.support.submission_fixtures import SYSTEM_TOML, env
 from tests.support.timing import invalid_only_by_timing, timing_assert
-
-pytest.importorskip("aiohttp", reason="the openai backend needs aiohttp (.[openai])")
-pytest.importorskip("pandas", reason="the reasoning datasets are pandas files (.[llm])")
-pytest.importorskip("sympy", reason="MATH500 grading needs sympy (.[reasoning])")
-pytest.importorskip("pylatexenc", reason="MATH500 grading needs pylatexenc (.[reasoning])")
-pytest.importorskip("fastparquet", reason="gpt-oss-120b's parquet needs .[reasoning]")
 
 #: the fixture rows each card runs (deepseek-r1's 31 loops, gpt-oss-120b's 23 sleeps:
 #: the reference waits on both), and the compliance tests the round requires
@@ -126,13 +120,9 @@ def _check(report: dict[str, Any], name: str) -> dict[str, Any]:
     return found[0]
 
 
-@pytest.fixture(scope="module", params=sorted(ROWS))
-def evidence(request: pytest.FixtureRequest,
-             tmp_path_factory: pytest.TempPathFactory) -> Evidence:
+def build(card: str, base: Path) -> Evidence:
     """One card's runs (performance and accuracy, its compliance tests) against one
-    synthetic engine, packaged, signed and audited once."""
-    card: str = request.param
-    base = tmp_path_factory.mktemp(card)
+    synthetic engine, packaged, signed and audited once (a test module's fixture)."""
     files = fx.build_run_files(base / "files", ROWS[card], card)
     runs = base / "runs"
     assert run_cli("keygen", "--out", str(base / "keys"), **env()).returncode == 0
@@ -161,7 +151,7 @@ def evidence(request: pytest.FixtureRequest,
     return ev
 
 
-def test_each_run_ends_as_the_reference_scores_it(evidence: Evidence) -> None:
+def each_run_ends_as_the_reference_scores_it(evidence: Evidence) -> None:
     code, out, _ = evidence.done["all"]
     assert code == 2, out  # accuracy below the round's target (the fixtures' wrong answers)
     first = (evidence.run_dir("all") / "accuracy/accuracy.txt").read_text().splitlines()[0]
@@ -179,13 +169,11 @@ def test_each_run_ends_as_the_reference_scores_it(evidence: Evidence) -> None:
                     ".txt"} <= set(result.compliance.digests)
 
 
-def test_a_failing_attempt_fails_as_the_official_script_says(evidence: Evidence) -> None:
+def a_failing_attempt_fails_as_the_official_script_says(evidence: Evidence) -> None:
     """The official run_verification.py's verdicts: TEST07 at 25.0 (the reference's
     printed exact_match on those 4 outputs, tests/unit/llm/test_reasoning_compliance.py)
     against 60.698, and TEST09 at the fixture answers' mean length, both TEST FAIL; the
     package takes the newer, passing attempt and its README lists both."""
-    if evidence.card != "gpt-oss-120b":
-        pytest.skip("deepseek-r1 requires TEST06 only (constants.py models_TEST06)")
     for test, verify in (("TEST07", "verify_accuracy.txt"), ("TEST09", "verify_output_len.txt")):
         code, out, run_dir = evidence.done[f"{test}-fail"]
         assert code == 2, out
@@ -205,7 +193,7 @@ def test_a_failing_attempt_fails_as_the_official_script_says(evidence: Evidence)
         assert "(packaged)" in readme.split(f"{test} attempt 2")[1].splitlines()[0]
 
 
-def test_the_tree_holds_each_compliance_test_in_the_official_layout(
+def the_tree_holds_each_compliance_test_in_the_official_layout(
         evidence: Evidence) -> None:
     result = evidence.tree / evidence.result
     for test in TESTS[evidence.card]:
@@ -229,7 +217,7 @@ def test_the_tree_holds_each_compliance_test_in_the_official_layout(
         assert len(entries) == len(ROWS[evidence.card])  # every sample of the set logged
 
 
-def test_check_fails_a_missing_or_failed_compliance_test(evidence: Evidence,
+def check_fails_a_missing_or_failed_compliance_test(evidence: Evidence,
                                                          tmp_path: Path) -> None:
     """As the official checker's ComplianceCheck: the test's directory missing is a
     failure (``dir_exists_check``), and so is a verification without its pass lines."""
@@ -253,12 +241,12 @@ def test_check_fails_a_missing_or_failed_compliance_test(evidence: Evidence,
         assert "COMP-PASS" in errors(tree)
 
 
-def test_the_bundle_verifies(evidence: Evidence) -> None:
+def the_bundle_verifies(evidence: Evidence) -> None:
     done = run_cli("verify", str(evidence.bundle), "--key", str(evidence.pub), "--json")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_audit_re_scores_exact_match_and_re_derives_test07_and_test09(
+def the_audit_re_scores_exact_match_and_re_derives_test07_and_test09(
         evidence: Evidence) -> None:
     accuracy = _check(evidence.audit, f"accuracy of {evidence.result}")
     assert accuracy["passed"], accuracy
@@ -276,7 +264,7 @@ def test_the_audit_re_scores_exact_match_and_re_derives_test07_and_test09(
     assert "'exact_match' 71.964 against the threshold 60.698" in " ".join(test07["evidence"])
 
 
-def test_a_tampered_accuracy_log_is_caught_by_the_re_score(evidence: Evidence,
+def a_tampered_accuracy_log_is_caught_by_the_re_score(evidence: Evidence,
                                                            tmp_path: Path) -> None:
     """Every logged output replaced by one that answers nothing, then packaged again (the
     packager hashes the log it copies, so the bundle is consistent and signed): only the
@@ -300,8 +288,7 @@ def test_a_tampered_accuracy_log_is_caught_by_the_re_score(evidence: Evidence,
     assert "reproduced: no" in accuracy["found"]
 
 
-@pytest.mark.timing
-def test_the_performance_test_is_valid(evidence: Evidence) -> None:
+def the_performance_test_is_valid(evidence: Evidence) -> None:
     """The quick Offline run's VALID depends on the machine (it can end before its
     minimum duration on a busy one): INVALID for speed alone is a reported timing miss."""
     result = RunResult.load(evidence.run_dir("all") / "result.json")
