@@ -100,6 +100,23 @@ def _llm_accuracy(report: AuditReport, tree: Path, paths: Paths, claim: dict[str
         report.add(3, f"accuracy of {result}", False, [f"cannot recompute: {exc}"], result)
         return
     report.add(3, f"accuracy of {result}", passed, evidence, found)
+    _reasoning_compliance(report, tree, paths, result, info, data)
+
+
+def _reasoning_compliance(report: AuditReport, tree: Path, paths: Paths, result: str,
+                          info: dict[str, Any], data: AuditData) -> None:
+    """A reasoning card's TEST07 and TEST09, re-derived from their full logs (each a check
+    of its own; ``suite.llm.reasoning_audit``)."""
+    from suite.llm.audit import reasoning_compliance
+
+    try:
+        checks = reasoning_compliance(tree, paths, result, info, data.dataset_path,
+                                      data.model_path)
+    except (OSError, KeyError, ValueError, SuiteError) as exc:
+        report.add(3, f"compliance of {result}", False, [f"cannot re-derive: {exc}"], result)
+        return
+    for name, passed, evidence, found in checks:
+        report.add(3, name, passed, evidence, found)
 
 
 #: Step 3's recomputation for each kind of benchmark (``suite.models.Kind``).

@@ -6,6 +6,8 @@ holds its pass lines (``TEST PASS``, or TEST06's own lines); a TEST01 whose
 ``verify_accuracy.txt`` does not pass may still pass through the non-deterministic
 fallback that ``compliance/TEST01/README.md`` permits (baseline vs compliance accuracy
 within the model's delta); TEST01/TEST04 performance logs pass the performance rules.
+Beyond the official checker (strict mode), TEST06 and TEST09 are recomputed from their
+accuracy logs: a verification file's text alone is no evidence.
 
 Power (any division, only where ``performance/power/`` exists): the files the rules list
 are present, and the power run's logs fit together. Values are not judged here.
@@ -80,6 +82,8 @@ def _passed(ctx: ResultContext, test: str, path: Path) -> None:
             return
         marker = ctx.sub.compliance_pass_marker
         if any(marker in line for line in lines):
+            if test == "TEST09" and ctx.strict:
+                _test09_recomputed(ctx, path.parent)
             return
         if test == "TEST01" and path.name == "verify_accuracy.txt":
             problem = _test01_fallback(ctx, path.parent / "accuracy")
@@ -105,7 +109,7 @@ def _test06_recomputed(ctx: ResultContext, test_dir: Path) -> None:
 
     log = next((p for p in (test_dir / "accuracy" / "mlperf_log_accuracy.json",
                             test_dir / "mlperf_log_accuracy.json") if p.is_file()), None)
-    found = _whole_test06_log(ctx, test_dir, log)
+    found = _whole_log(ctx, test_dir, log)
     if log is None or found is None:
         ctx.add(RuleId.COMP_PASS, test_dir, "TEST06 cannot be recomputed: "
                 + ("no accuracy log" if log is None else "its accuracy log is truncated and "
@@ -130,7 +134,39 @@ def _test06_recomputed(ctx: ResultContext, test_dir: Path) -> None:
                 found="; ".join([*verdict.lines(), *verdict.evidence[:3]]))
 
 
-def _whole_test06_log(ctx: ResultContext, test_dir: Path, log: Path | None) -> Path | None:
+def _test09_recomputed(ctx: ResultContext, test_dir: Path) -> None:
+    """TEST09 from its accuracy log (the mean output length within the model's bounds),
+    never from ``verify_output_len.txt``'s text alone; the whole log as for TEST06."""
+    from suite.accuracy import read_accuracy_entries
+    from suite.errors import SuiteError
+    from suite.llm.test07_09 import TEST09_BOUNDS, verify_09
+
+    log = test_dir / "accuracy" / "mlperf_log_accuracy.json"
+    found = _whole_log(ctx, test_dir, log if log.is_file() else None)
+    bounds = TEST09_BOUNDS.get(ctx.model_name)
+    if found is None or bounds is None:
+        why = (f"no bounds are known for {ctx.model_name}" if bounds is None else
+               "its accuracy log is missing, or truncated with no whole copy under "
+               "evidence/ of the hash accuracy.txt names")
+        ctx.add(RuleId.COMP_PASS, test_dir, f"TEST09 cannot be recomputed: {why}",
+                expected="TEST09's accuracy log (accuracy/mlperf_log_accuracy.json)",
+                found="missing", hint="package the run again with `suite package`: "
+                "verify_output_len.txt alone is no evidence")
+        return
+    try:
+        verdict = verify_09(read_accuracy_entries(found), *bounds)
+    except (SuiteError, OSError, UnicodeDecodeError) as exc:
+        ctx.add(RuleId.COMP_PASS, found, "TEST09's accuracy log is unreadable",
+                expected="LoadGen's mlperf_log_accuracy.json", found=str(exc))
+        return
+    if not verdict.passed:
+        ctx.add(RuleId.COMP_PASS, found, "TEST09 recomputed from its accuracy log does not "
+                "pass, whatever verify_output_len.txt says",
+                expected=f"mean output tokens within [{bounds[0]}, {bounds[1]}]",
+                found=f"mean {verdict.mean:.2f} over {len(verdict.lengths)} entries")
+
+
+def _whole_log(ctx: ResultContext, test_dir: Path, log: Path | None) -> Path | None:
     """``log`` if it is whole JSON, else the evidence copy whose sha256 matches."""
     import hashlib
     import json

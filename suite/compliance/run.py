@@ -130,7 +130,10 @@ def verdict(test: ComplianceTest, reference: RunResult, result: RunResult, run_d
 EVIDENCE_FILES = ("performance/mlperf_log_detail.txt", "performance/mlperf_log_summary.txt",
                   "verify_accuracy.txt", "verify_performance.txt",
                   "accuracy/mlperf_log_accuracy.json", "accuracy/baseline_accuracy.txt",
-                  "accuracy/compliance_accuracy.txt", "performance/mlperf_log_accuracy.json")
+                  "accuracy/compliance_accuracy.txt", "performance/mlperf_log_accuracy.json",
+                  # TEST07/TEST09 write their verdict beside their performance test's logs
+                  # (``harness.kinds.reasoning_compliance``)
+                  "performance/verify_accuracy.txt", "performance/verify_output_len.txt")
 
 
 def evidence_digests(run_dir: Path) -> dict[str, str]:

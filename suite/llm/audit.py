@@ -2,7 +2,8 @@
 full accuracy log (``suite audit`` step 3 calls it). tinylm's dataset ships with its card;
 a round model's (llama3.1-8b, llama2-70b) is the auditor's copy of the official file
 (``--dataset-path``, ``--model-path``), whose sha256 must equal the one the run recorded
-and the bundle signed, and is scored as the round's evaluation scores it.
+and the bundle signed, and is scored as the round's evaluation scores it (a reasoning
+card's exact_match, and its TEST07/TEST09 verdicts: ``reasoning_audit``).
 
 Two verdicts, said apart: *reproduced* (the recomputed figures equal accuracy.txt's and the
 signed claim: the step's pass) and *target met* (the recomputed figures against the round's
@@ -14,10 +15,13 @@ import ast
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from suite.errors import BundleError
 from suite.paths import Paths
+
+if TYPE_CHECKING:
+    from suite.config.rules import ModelRules, RuleSet
 
 _HASH = re.compile(r"^hash=([0-9a-f]{64})$")
 
@@ -53,6 +57,12 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
     rules = load_rules(paths, str(info["round"]))
     metric = rules.benchmark(benchmark).accuracy_metric
     card = load_llm_card(paths, card_name(benchmark))
+    if card.accuracy.evaluation:  # a reasoning card: exact_match, as its reference scores it
+        from suite.llm.reasoning_audit import recompute
+
+        return recompute(tree, result, info, claim, card, _model_rules(rules, benchmark,
+                                                                       info), dataset_path,
+                         model_path)
     problems = []
     if card.dataset.format == "tinylm-json":
         dataset = LLMDataset(card)  # the card's dataset, never the bundle's
@@ -73,9 +83,7 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
         if recorded != dataset.sha256:
             problems.append(f"dataset {dataset.path} has sha256 {dataset.sha256}; the run "
                             f"recorded {recorded or 'none'}")
-        targets = rules.models.get(rules.benchmark(benchmark).checker_model)
-        if targets is None:
-            raise BundleError(f"round {info['round']} has no accuracy targets for {benchmark}")
+        targets = _model_rules(rules, benchmark, info)
         metric = next(iter(targets.targets))  # the checker states (and the claim signs) it
         outputs = decode_outputs(log, dataset.total_count)
         texts = [dataset.tokenizer.decode(o) for o in outputs]
@@ -100,6 +108,33 @@ def recompute_accuracy(tree: Path, paths: Paths, result: str, info: dict[str, An
                 f"accuracy.txt says {stated}, the signed claim {metric} {claimed}", *problems,
                 f"{verdict} ({'; '.join(target_lines)})"]
     return not problems, evidence, f"{metric} {value} ({verdict})"
+
+
+def _model_rules(rules: RuleSet, benchmark: str, info: dict[str, Any]) -> ModelRules:
+    """The round's row of the benchmark's model (its targets and compliance tests)."""
+    model = rules.models.get(rules.benchmark(benchmark).checker_model)
+    if model is None:
+        raise BundleError(f"round {info['round']} has no accuracy targets for {benchmark}")
+    return model
+
+
+def reasoning_compliance(tree: Path, paths: Paths, result: str, info: dict[str, Any],
+                         dataset_path: str = "", model_path: str = ""
+                         ) -> list[tuple[str, bool, list[str], str]]:
+    """A reasoning card's TEST07/TEST09 re-derived from their logs (``reasoning_audit``),
+    as (name, passed, evidence, found); none for any other card."""
+    from suite.config.rules import load_rules
+    from suite.llm.card import card_name, load_llm_card
+    from suite.llm.reasoning_audit import compliance_checks
+
+    benchmark = str(info["benchmark"])
+    card = load_llm_card(paths, card_name(benchmark))
+    if not card.accuracy.evaluation:
+        return []
+    rules = load_rules(paths, str(info["round"]))
+    checks = compliance_checks(tree, result, card, _model_rules(rules, benchmark, info),
+                               dataset_path, model_path)
+    return [(c.name, c.passed, c.evidence, c.found) for c in checks]
 
 
 def _key(metric: str) -> str:

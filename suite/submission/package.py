@@ -34,13 +34,19 @@ from typing import Any
 from suite.checker import CheckReport
 from suite.checker.findings import ResultReport, RuleId
 from suite.config.rules import RuleSet, SubmissionRules
-from suite.errors import SuiteError
 from suite.logs import parse_detail_log
-from suite.models import sha256_file
-from suite.paths import ACCURACY_LOG_LIMIT, RECORD_FILE_LIMIT, Paths, regular_file_problem
+from suite.paths import ACCURACY_LOG_LIMIT, RECORD_FILE_LIMIT, Paths
 from suite.results import STATED_BY_SUBMITTER, RunResult, token_metrics
+from suite.submission.compliance_tree import (
+    LOG_IN_PERFORMANCE,
+    PERF_FILES,
+    compliance_log,
+    copy_compliance,
+    truncate_accuracy_log,
+)
+from suite.submission.compliance_tree import capped as _capped
 from suite.submission.provenance import PROVENANCE_NAME, claims, measurement_sources
-from suite.submission.safety import PackageError, Precision, recorded_precision, refuse_links
+from suite.submission.safety import Precision, refuse_links
 from suite.submission.selection import (
     LLM_RATE,
     Candidate,
@@ -57,16 +63,7 @@ __all__ = ["EVIDENCE_DIR", "LLM_RATE", "Candidate", "Selection", "build_tree", "
            "loadgen_version", "packaged_tokens", "predicate", "refuse_if_empty", "select_runs",
            "source_pointer", "tree_scenario", "truncate_accuracy_log", "write_evidence"]
 
-_PERF_FILES = ("mlperf_log_detail.txt", "mlperf_log_summary.txt")
 _ACC_FILES = ("mlperf_log_detail.txt", "mlperf_log_summary.txt")
-
-
-def truncate_accuracy_log(data: bytes, keep: int) -> bytes:
-    """The official truncation: head and tail ``keep`` chars around a marker."""
-    text = data.decode("utf-8", errors="replace")
-    if len(text) <= 2 * keep + 7:
-        return data
-    return (text[:keep] + "\n\n...\n\n" + text[-keep:]).encode("utf-8")
 
 
 def source_pointer(home: Path) -> dict[str, Any]:
@@ -169,12 +166,18 @@ def write_evidence(out: Path, cand: Candidate) -> None:
     }, indent=2, sort_keys=True) + "\n")
     shutil.copyfile(cand.run_dir / "accuracy" / "mlperf_log_accuracy.json",
                     out / "mlperf_log_accuracy.json")
-    test06 = cand.compliance.get("TEST06")
-    if test06 is not None and (log := Path(test06.run_dir) / "TEST06" /
-                               "mlperf_log_accuracy.json").is_file():
-        # the tree's copy is truncated; suite check recomputes TEST06 from this one
-        (out / "TEST06").mkdir()
-        shutil.copyfile(log, out / "TEST06" / "mlperf_log_accuracy.json")
+    for test in ("TEST06", *LOG_IN_PERFORMANCE):
+        chosen = cand.compliance.get(test)
+        log = compliance_log(Path(chosen.run_dir), test) if chosen is not None else None
+        if chosen is None or log is None:
+            continue
+        # the tree's copy is truncated; suite check recomputes TEST06 from this one, and
+        # suite audit TEST07 (with the set it ran on, named here) and TEST09
+        (out / test).mkdir()
+        shutil.copyfile(log, out / test / "mlperf_log_accuracy.json")
+        (out / test / "run.json").write_text(json.dumps({
+            "run_id": chosen.run_id, "test": test, "dataset": chosen.dataset},
+            indent=2, sort_keys=True) + "\n")
 
 
 def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
@@ -182,7 +185,7 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
     perf, acc = cand.run_dir / "performance", cand.run_dir / "accuracy"
     (out / "performance" / "run_1").mkdir(parents=True)
     (out / "accuracy").mkdir()
-    for name in _PERF_FILES:
+    for name in PERF_FILES:
         if (perf / name).is_file():
             shutil.copyfile(perf / name, out / "performance" / "run_1" / name)
     for name in _ACC_FILES:
@@ -217,20 +220,12 @@ def _result_dir(out: Path, cand: Candidate, paths: Paths, sub: SubmissionRules,
         f"--benchmark {benchmark} --scenario {cand.run.scenario} --backend "
         f"{cand.run.backend} --mode all --round {cand.run.round}\n```\n\nPackaged from run "
         f"`{cand.run.run_id}`.\n")
-    attempts = _copy_compliance(cand, out, sub, precision, paths)
+    attempts = copy_compliance(cand, out, sub, precision, paths)
     if attempts:
         with (out / "README.md").open("a") as readme:
             readme.write("\nCompliance attempts (all of them; the newest passing one is "
                          "packaged):\n\n")
             readme.writelines(f"- {line}\n" for line in attempts)
-
-
-def _capped(path: Path, limit: int) -> bytes:
-    """A run's file, whole, if it is a regular file within ``limit`` bytes."""
-    if (problem := regular_file_problem(path, limit)) is not None:
-        raise PackageError(f"{path} is {problem}; packaging copies a run's own files",
-                           hint="replace it with the run's file, or re-run")
-    return path.read_bytes()
 
 
 def _model_files(paths: Paths, benchmark: str, run: RunResult) -> tuple[str, str]:
@@ -240,96 +235,6 @@ def _model_files(paths: Paths, benchmark: str, run: RunResult) -> tuple[str, str
     from suite.harness.kinds import for_benchmark
 
     return for_benchmark(paths, benchmark).packaged_model(paths, benchmark, run)
-
-
-def _copy_compliance(cand: Candidate, out: Path, sub: SubmissionRules,
-                     precision: Precision, paths: Paths) -> list[str]:
-    """Copy the attempt ``selection`` chose for each compliance test (the newest that
-    passed) into ``<result>/TESTxx/``; a test with no passing attempt gets no directory
-    (only ``--unofficial`` packages such a run, and the checker then names the test).
-    Returns a README line per attempt, saying which one was packaged."""
-    lines = []
-    for test, chosen in sorted(cand.compliance.items()):
-        if recorded_precision(chosen) != precision:  # another computation than the result's
-            raise PackageError(
-                f"{chosen.run_dir}: the {test} run recorded "
-                f"{recorded_precision(chosen).weight_data_types}, the result it audits "
-                f"{precision.weight_data_types}",
-                hint=f"re-run {test} against the packaged run (suite run --compliance {test})")
-        source, target = Path(chosen.run_dir), out / test  # where --runs-dir holds it
-        refuse_links(source)
-        _as_recorded(chosen, source, paths)
-        (target / "performance" / "run_1").mkdir(parents=True)
-        for name in _PERF_FILES:
-            if (source / "performance" / name).is_file():
-                shutil.copyfile(source / "performance" / name,
-                                target / "performance" / "run_1" / name)
-        # TEST01/TEST04 write their verdicts at the run's top; TEST06 into TEST06/, beside
-        # its copy of the accuracy log (as the reference's run_verification.py does).
-        for name in ("verify_accuracy.txt", "verify_performance.txt"):
-            for found in (source / name, source / test / name):
-                if found.is_file():
-                    shutil.copyfile(found, target / name)
-        log = next((f for f in (source / "accuracy" / "mlperf_log_accuracy.json",
-                                source / test / "mlperf_log_accuracy.json") if f.is_file()),
-                   None)
-        if log is not None:
-            (target / "accuracy").mkdir()
-            full = _capped(log, ACCURACY_LOG_LIMIT)
-            (target / "accuracy" / "mlperf_log_accuracy.json").write_bytes(
-                truncate_accuracy_log(full, sub.truncate_keep_chars))
-            (target / "accuracy" / "accuracy.txt").write_text(
-                f"hash={hashlib.sha256(full).hexdigest()}\n")
-            for name in ("baseline_accuracy.txt", "compliance_accuracy.txt"):
-                if (source / "accuracy" / name).is_file():
-                    shutil.copyfile(source / "accuracy" / name, target / "accuracy" / name)
-    for test, runs in sorted(cand.attempts.items()):
-        for run in runs:
-            comp = run.compliance
-            assert comp is not None
-            verdicts = ", ".join(f"{k}: {v}" for k, v in comp.verdicts.items())
-            packaged = " (packaged)" if cand.compliance.get(test) is run else ""
-            lines.append(f"{test} attempt {comp.attempt} `{run.run_id}`: "
-                         f"{'PASS' if comp.passed else 'FAIL'}; {verdicts}{packaged}")
-        if test not in cand.compliance:
-            lines.append(f"{test}: no attempt passed; none is packaged")
-    return lines
-
-
-def _as_recorded(chosen: RunResult, source: Path, paths: Paths) -> None:
-    """The compliance run's evidence is what its record names: each file its verdict
-    hashed (``ComplianceResult.digests``) still has that sha256, and a TEST06 verdict
-    recomputed from its accuracy log still passes (an edited copy is refused)."""
-    comp = chosen.compliance
-    assert comp is not None
-    for rel, digest in sorted(comp.digests.items()):
-        path = source / rel
-        if not path.is_file() or sha256_file(path) != digest:
-            raise PackageError(
-                f"{path}: {'missing' if not path.is_file() else 'changed'} since the "
-                f"{comp.test} verdict was written (its record names sha256 {digest[:12]}...)",
-                hint=f"package the runs as recorded, or re-run {comp.test}")
-    if comp.test == "TEST06":
-        _test06_holds(chosen, source, paths)
-
-
-def _test06_holds(chosen: RunResult, source: Path, paths: Paths) -> None:
-    from suite.accuracy import read_accuracy_entries
-    from suite.llm.card import card_name, load_llm_card
-    from suite.llm.test06 import NAME, verify_entries
-
-    log = source / NAME / "mlperf_log_accuracy.json"
-    try:
-        eos = load_llm_card(paths, card_name(chosen.benchmark)).tokenizer.eos_id
-        verdict = verify_entries(read_accuracy_entries(log), chosen.scenario == "offline",
-                                 eos)
-    except SuiteError as exc:
-        raise PackageError(f"{log}: TEST06 cannot be recomputed: {exc}",
-                           hint="re-run TEST06 (suite run --compliance TEST06)") from None
-    if not verdict.passed:
-        raise PackageError(f"{log}: TEST06 recomputed from this log does not pass ("
-                           f"{'; '.join(verdict.lines())}), although its record says it did",
-                           hint="package the runs as recorded, or re-run TEST06")
 
 
 def predicate(report: CheckReport, extras: dict[str, dict[str, Any]], *, unofficial: bool,

@@ -129,6 +129,18 @@ MUTATIONS: dict[str, tuple[Callable[[Path], None], str, str, bool]] = {
         f"{LSRV}/TEST06/accuracy/mlperf_log_accuracy.json",
         gen.TEST06_LOG.decode().replace('"token_count": 2', '"token_count": 3')), LSRV,
         "COMP-PASS", False),
+    # compliance_check.py (models_TEST07/models_TEST09 hold gpt-oss-120b): a missing
+    # TEST07 directory fails dir_exists_check, a verify_output_len.txt without "TEST PASS"
+    # fails accuracy_check
+    "TEST07 missing for gpt-oss-120b": (_delete(f"{GPT_OFF}/TEST07"), GPT_OFF, "COMP-DIR",
+                                        True),
+    "TEST09 says TEST FAIL": (_write(f"{GPT_OFF}/TEST09/verify_output_len.txt",
+                                     "Mean output tokens: 100.00\nTEST FAIL\n"), GPT_OFF,
+                              "COMP-PASS", True),
+    # the checker recomputes TEST09 from its log (the official one reads the text only)
+    "TEST09 pass claimed over short outputs": (_write(
+        f"{GPT_OFF}/TEST09/accuracy/mlperf_log_accuracy.json",
+        '[{"seq_id": 0, "qsl_idx": 0, "data": "01000000"}]'), GPT_OFF, "COMP-PASS", False),
     "TEST04 missing for resnet": (_delete(f"{RESNET_OFF}/TEST04"), RESNET_OFF, "COMP-DIR",
                                   True),
     "TEST01 run summary missing": (_delete(

@@ -52,7 +52,7 @@ def test_packaging_recomputes_test06_from_the_log_not_the_text(tmp_path: Path) -
     # Issue 39: an emptied TEST06 accuracy log beside a verify_accuracy.txt (and record)
     # that claim a pass was packaged with "PASS"; the packager recomputes the verdict.
     from suite.paths import find_paths
-    from suite.submission.package import _as_recorded
+    from suite.submission.compliance_tree import as_recorded as _as_recorded
     from suite.submission.safety import PackageError
 
     result, _ = _test06(tmp_path, "server")

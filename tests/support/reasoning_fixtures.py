@@ -238,13 +238,33 @@ def build_run_files(out: Path, rows: list[int], card: str) -> dict[str, Path]:
         pd.DataFrame({**columns, "text_input": prompts, "tok_input": ids,
                       "question": prompts}).to_pickle(dataset)
     else:
-        dataset = out / "acc_eval_inputs.parquet"
-        with warnings.catch_warnings():  # pandas 3 deprecates the fastparquet engine
-            warnings.filterwarnings("ignore", message=".*fastparquet.*")
-            pd.DataFrame({**columns, "input_tokens": ids}).to_parquet(
-                dataset, engine="fastparquet", object_encoding={
-                    "dataset": "utf8", "ground_truth": "utf8", "input_tokens": "json"})
+        dataset = _gpt_oss_parquet(out / "acc_eval_inputs.parquet", columns, ids)
     return {"dataset": dataset, "model": model, "answers": out / "answers.json"}
+
+
+def _gpt_oss_parquet(path: Path, columns: dict[str, list[str]], ids: list[list[int]]) -> Path:
+    import pandas as pd
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():  # pandas 3 deprecates the fastparquet engine
+        warnings.filterwarnings("ignore", message=".*fastparquet.*")
+        pd.DataFrame({**columns, "input_tokens": ids}).to_parquet(
+            path, engine="fastparquet", object_encoding={
+                "dataset": "utf8", "ground_truth": "utf8", "input_tokens": "json"})
+    return path
+
+
+def build_perf_set(out: Path, model: Path, count: int) -> Path:
+    """gpt-oss-120b's performance set in its format (``perf_eval_ref.parquet``): ``count``
+    prompts that no fixture answer lists, so the synthetic engine answers each with its
+    ``--tokens`` made-up tokens (TEST09 measures their mean length, nothing else)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model / "tokenizer.json"))
+    ids = [tokenizer.encode(f"Performance prompt {k}: answer at length.").ids
+           for k in range(count)]
+    columns = {"dataset": ["gpqa_diamond"] * count, "ground_truth": ["A"] * count}
+    return _gpt_oss_parquet(out / "perf_eval_ref.parquet", columns, ids)
 
 
 def main() -> None:

@@ -288,6 +288,16 @@ def _compliance(rules: Any, test: str, where: Path, detail: str, summary: str,
             path.write_text(TEST06_PASS)
         else:
             path.write_text("TEST PASS\n")
+    if test == "TEST09":  # a log whose mean length is within the model's bounds
+        from suite.llm.test07_09 import TEST09_BOUNDS
+
+        low, high = TEST09_BOUNDS[where.parent.parent.name]
+        log = json.dumps([{"seq_id": i, "qsl_idx": i, "data": "01000000" * round(
+            (low + high) / 2)} for i in range(3)]).encode()
+        (where / "accuracy").mkdir(exist_ok=True)
+        (where / "accuracy" / "mlperf_log_accuracy.json").write_bytes(log)
+        (where / "accuracy" / "accuracy.txt").write_text(
+            f"hash={hashlib.sha256(log).hexdigest()}\n")
     if test in ("TEST01", "TEST06"):
         (where / "accuracy").mkdir(exist_ok=True)
         (where / "accuracy" / "mlperf_log_accuracy.json").write_bytes(

@@ -72,15 +72,10 @@ class ReasoningPlan(CompliancePlan):
         if self.name == test07_09.TEST09:
             verdict09 = test07_09.verify_09(read_accuracy_entries(log))
             return verdict09.passed, verdict09.lines(), test07_09.VERIFY_09
-        flavor: reasoning.Flavor = "deepseek-r1" \
-            if self.card.accuracy.evaluation == "deepseek-r1" else "gpt-oss-120b"
-        tokenizer = self.dataset.tokenizer
-        decode = getattr(tokenizer, "decode" if flavor == "deepseek-r1" else "decode_special")
-        subsets = self.dataset.subsets or []
-        judge = reasoning_log.code_judge(self.dataset.path, subsets,
-                                         self.card.accuracy.livecodebench_release)
-        result = reasoning.score(reasoning_log.log_samples(log, decode), subsets,
-                                 self.dataset.references, flavor, judge)
+        # the log scored as the card's reference scores it (``suite audit`` re-derives the
+        # same verdict with the same function: ``suite.llm.reasoning_audit``)
+        result = reasoning_log.rescore(log, self.dataset, self.card.accuracy)
+        flavor = reasoning_log.flavor_of(self.card.accuracy)
         verdict07 = test07_09.verify_07(reasoning.printed(result, flavor) + "\n")
         return verdict07.passed, verdict07.lines(), test07_09.VERIFY_07
 
@@ -93,7 +88,11 @@ class ReasoningPlan(CompliancePlan):
         except SuiteError as exc:
             return test.model_copy(update={"status": Status.FAILED, "message": str(exc)})
         (test_dir / verify_file).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        from suite.compliance.run import evidence_digests
+
         self.outcome = ComplianceResult(
+            # what ``suite package`` copies: the logs and the verdict, hashed as written
+            digests=evidence_digests(run_dir),
             test=self.name, reference_run="", passed=passed,
             verdicts={"verdict": lines[-1]}, evidence={verify_file: lines},
             attempt=len(self.attempts) + 1, previous_attempts=list(self.attempts))

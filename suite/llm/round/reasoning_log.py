@@ -58,6 +58,33 @@ def code_judge(dataset_path: Path, subsets: Sequence[str], release: str,
     return reasoning.CodeJudge(livecodebench.load(where, release))
 
 
+def flavor_of(accuracy: LLMAccuracySpec) -> reasoning.Flavor:
+    """Which reference evaluation scores the card (its ``accuracy.evaluation``)."""
+    return "deepseek-r1" if accuracy.evaluation == "deepseek-r1" else "gpt-oss-120b"
+
+
+def rescore(log: Path, dataset: LLMDataset, accuracy: LLMAccuracySpec) -> dict[str, Any]:
+    """The reference's result dict for an accuracy log (every entry, in its order) over
+    ``dataset`` (its sub-datasets, ground truths, tokenizer and LiveCodeBench files),
+    with ``gen_num`` (the checker's sample count) added."""
+    flavor = flavor_of(accuracy)
+    if dataset.subsets is None:
+        raise DatasetError(f"{dataset.path}: the card names no sub-dataset field",
+                           hint="set dataset.subset_field in the card")
+    tokenizer: Any = dataset.tokenizer
+    decode = tokenizer.decode if flavor == "deepseek-r1" else tokenizer.decode_special
+    samples = log_samples(log, decode)
+    judge = code_judge(dataset.path, dataset.subsets, accuracy.livecodebench_release)
+    result = reasoning.score(samples, dataset.subsets, dataset.references, flavor, judge)
+    result["gen_num"] = result["num-samples"]
+    return result
+
+
+def shown(result: dict[str, Any]) -> dict[str, Any]:
+    """The result dict as accuracy.txt's second line holds it (no per-sample verdicts)."""
+    return {k: v for k, v in result.items() if k != "correct"}
+
+
 def score_log(test_dir: Path, dataset: LLMDataset, accuracy: LLMAccuracySpec,
               targets: dict[str, float], upper_limits: dict[str, float]
               ) -> tuple[dict[str, object], bool, list[str], str]:
@@ -67,21 +94,12 @@ def score_log(test_dir: Path, dataset: LLMDataset, accuracy: LLMAccuracySpec,
         from suite.llm.round import bfcl_score
 
         return bfcl_score.score_log(test_dir, dataset, targets, upper_limits)
-    flavor: reasoning.Flavor = "deepseek-r1" if accuracy.evaluation == "deepseek-r1" \
-        else "gpt-oss-120b"
-    if dataset.subsets is None:
-        raise DatasetError(f"{dataset.path}: the card names no sub-dataset field",
-                           hint="set dataset.subset_field in the card")
-    tokenizer: Any = dataset.tokenizer
-    decode = tokenizer.decode if flavor == "deepseek-r1" else tokenizer.decode_special
+    flavor = flavor_of(accuracy)
     log = test_dir / ACCURACY_LOG
-    samples = log_samples(log, decode)
-    judge = code_judge(dataset.path, dataset.subsets, accuracy.livecodebench_release)
-    result = reasoning.score(samples, dataset.subsets, dataset.references, flavor, judge)
-    result["gen_num"] = result["num-samples"]
+    result = rescore(log, dataset, accuracy)
     passed, lines = scoring.verdict(result, targets, upper_limits)
     digest = sha256_file(log)
-    shown = {k: v for k, v in result.items() if k != "correct"}
     (test_dir / ACCURACY_TXT).write_text(
-        f"{reasoning.printed(result, flavor)}\n{shown!r}\nhash={digest}\n", encoding="utf-8")
+        f"{reasoning.printed(result, flavor)}\n{shown(result)!r}\nhash={digest}\n",
+        encoding="utf-8")
     return result, passed, lines, digest

@@ -9,6 +9,7 @@ which keeps such runs and lists the reasons, or read the reasons of the refusal.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,8 @@ import pytest
 from suite.config.rules import load_rules
 from suite.errors import SuiteError
 from suite.paths import find_paths
-from suite.submission.package import _copy_compliance, select_runs
+from suite.submission.compliance_tree import copy_compliance as _copy_compliance
+from suite.submission.package import select_runs
 from suite.submission.safety import Precision
 
 RULES = load_rules(find_paths(), "v6.1")
@@ -150,3 +152,54 @@ def test_run_names_the_runs_to_package_and_nothing_else(tmp_path: Path) -> None:
     assert [c.run.run_id for c in chosen.values()] == ["b_slow"]
     with pytest.raises(SuiteError, match="--run nosuch: no run directory of that name"):
         select_runs(tmp_path, RULES, unofficial=True, only=["nosuch"])
+
+
+def _test09_log(run_dir: Path, tokens: int) -> None:
+    """A TEST09 run's own accuracy log (beside its performance logs): 3 entries of
+    ``tokens`` int32 ids each."""
+    perf = run_dir / "performance"
+    perf.mkdir(parents=True, exist_ok=True)
+    entries = [{"seq_id": i, "qsl_idx": i, "data": "01000000" * tokens} for i in range(3)]
+    (perf / "mlperf_log_accuracy.json").write_text(json.dumps(entries))
+    (perf / "mlperf_log_detail.txt").write_text(":::MLLOG {}\n")
+    (perf / "verify_output_len.txt").write_text("Mean output tokens: x\nTEST PASS\n")
+
+
+def test_test07_and_test09_land_where_the_official_checker_reads_them(tmp_path: Path) -> None:
+    """constants.py TEST07_ACC_PATH/TEST09_ACC_PATH: <result>/TEST07/verify_accuracy.txt,
+    <result>/TEST09/verify_output_len.txt; run_verification.py copies the log to
+    accuracy/ and the logs to performance/run_1/; truncate_accuracy_log.py writes
+    accuracy.txt as the hash= line alone."""
+    runs = tmp_path / "runs"
+    reference = write_run(runs, "a_ref")
+    t07 = write_run(runs, "b_test07", compliance=_compliance("TEST07", True, 1, reference))
+    (t07 / "performance").mkdir()
+    (t07 / "performance" / "verify_accuracy.txt").write_text("'exact_match': 71.964\nTEST PASS\n")
+    (t07 / "performance" / "mlperf_log_accuracy.json").write_text("[]")
+    t09 = write_run(runs, "c_test09", compliance=_compliance("TEST09", True, 1, reference))
+    _test09_log(t09, 1278)
+    [cand] = select_runs(runs, RULES, unofficial=True).chosen.values()
+    out, sub = tmp_path / "out", RULES.submission
+    assert sub is not None
+    _copy_compliance(cand, out, sub, Precision("fp32", "none"), find_paths())
+    assert (out / "TEST07" / "verify_accuracy.txt").read_text().endswith("TEST PASS\n")
+    assert (out / "TEST09" / "verify_output_len.txt").is_file()
+    log = (t09 / "performance" / "mlperf_log_accuracy.json").read_bytes()
+    assert (out / "TEST09" / "accuracy" / "accuracy.txt").read_text() == \
+        f"hash={hashlib.sha256(log).hexdigest()}\n"
+    assert (out / "TEST09" / "performance" / "run_1" / "mlperf_log_detail.txt").is_file()
+
+
+def test_a_test09_record_its_log_contradicts_is_not_packaged(tmp_path: Path) -> None:
+    """A TEST09 record says it passed, but its log's outputs are 100 tokens long: the
+    verdict recomputed from the log (mean 100.00 < 1150.38) refuses the package."""
+    runs = tmp_path / "runs"
+    reference = write_run(runs, "a_ref")
+    t09 = write_run(runs, "b_test09", compliance=_compliance("TEST09", True, 1, reference))
+    _test09_log(t09, 100)
+    [cand] = select_runs(runs, RULES, unofficial=True).chosen.values()
+    sub = RULES.submission
+    assert sub is not None
+    with pytest.raises(SuiteError, match=r"TEST09 recomputed from its log does not pass "
+                                         r"\(mean 100.00 tokens\)"):
+        _copy_compliance(cand, tmp_path / "out", sub, Precision("fp32", "none"), find_paths())
