@@ -19,6 +19,8 @@ from typing import Any, ClassVar, Protocol, overload
 import numpy as np
 import numpy.typing as npt
 
+#: An uninitialised array of a shape and dtype (``np.empty``'s signature): ``pack``'s ``out``.
+Scratch = Callable[[tuple[int, ...], Any], npt.NDArray[Any]]
 #: Named arrays: model inputs or outputs, official tensor names as keys.
 Arrays = Mapping[str, npt.NDArray[Any]]
 #: Runs the model once: named inputs (a batch on axis 0) to named outputs.
@@ -71,11 +73,13 @@ class TensorTask(Protocol):
     """One reference task. Implementations are classes with no required constructor
     arguments; the pipeline creates one per run.
 
-    Optional: ``pack(indices, outputs) -> Packed``, where ``outputs`` is a whole batch's
-    (what ``infer`` passed to ``split``; axis 0: the samples, QSL ``indices``): every
-    sample's ``response`` bytes at once, in one buffer (``pack_rows``, ``pack_parts``).
-    The pipeline calls it instead of ``response`` per sample where ``infer`` returned a
-    ``split`` batch; it must give exactly ``response``'s bytes.
+    Optional: ``pack(indices, outputs, out) -> Packed``, where ``outputs`` is a whole
+    batch's (what ``infer`` passed to ``split``; axis 0: the samples, QSL ``indices``):
+    every sample's ``response`` bytes at once, in one buffer (``pack_rows``,
+    ``pack_parts``), written where it can be into ``out(shape, dtype)`` (an uninitialised
+    array, as ``np.empty``; the pipeline's is its thread's reused buffer: no fresh memory
+    per batch). The pipeline calls it instead of ``response`` per sample where ``infer``
+    returned a ``split`` batch; it must give exactly ``response``'s bytes.
     """
 
     #: The card's ``task`` value this implements.

@@ -39,6 +39,7 @@ from suite.tasks.base import (
     Arrays,
     ModelCall,
     Packed,
+    Scratch,
     StandIn,
     TaskScore,
     pack_rows,
@@ -210,10 +211,12 @@ class SquadTask:
         logits = np.stack([outputs[OUTPUTS[0]], outputs[OUTPUTS[1]]], axis=-1)
         return np.ascontiguousarray(logits, dtype=np.float32).tobytes()
 
-    def pack(self, indices: Sequence[int], outputs: Arrays) -> Packed:
-        """``response`` of a whole batch at once: the same bytes, one stack."""
-        logits = np.stack([outputs[OUTPUTS[0]], outputs[OUTPUTS[1]]], axis=-1)
-        return pack_rows(logits.astype(np.float32, copy=False))
+    def pack(self, indices: Sequence[int], outputs: Arrays, out: Scratch) -> Packed:
+        """``response`` of a whole batch at once: the same bytes, one stack into ``out``."""
+        start, end = outputs[OUTPUTS[0]], outputs[OUTPUTS[1]]
+        logits = out((*start.shape, 2), np.float32)
+        np.stack([start, end], axis=-1, out=logits)
+        return pack_rows(logits)
 
     def score(self, data: Any, responses: Mapping[int, bytes]) -> TaskScore:
         if not isinstance(data, SquadData):

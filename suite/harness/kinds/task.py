@@ -40,7 +40,7 @@ from suite.models import ModelCard
 if TYPE_CHECKING:
     from suite.harness.kinds.task_data import TaskDataset
     from suite.results import AccuracyResult
-    from suite.tasks.base import Packed, TensorTask
+    from suite.tasks.base import Packed, Scratch, TensorTask
 
 #: The samples a stand-in is written with.
 STAND_IN_SAMPLES = 48
@@ -184,14 +184,17 @@ class ResponseBytes(list[bytes]):
 def responses(task: TensorTask) -> Callable[[Any], Sequence[bytes]]:
     """The SUT's postprocess for a task card: each sample's response bytes (``Packed``
     from the task's ``pack`` where it has one and ``infer`` returned the batch whole)."""
+    from suite.harness.kinds.task_data import ReusedBuffer
     from suite.tasks.base import Rows
 
     response = task.response
-    pack: Callable[[list[int], Mapping[str, Any]], Packed] | None = getattr(task, "pack", None)
+    pack: Callable[[list[int], Mapping[str, Any], Scratch], Packed] | None = getattr(
+        task, "pack", None)
+    scratch = ReusedBuffer()
 
     def postprocess(outputs: TaskOutputs) -> Sequence[bytes]:
         if pack is not None and isinstance(outputs.outputs, Rows):
-            return pack(outputs.indices, outputs.outputs.batch)
+            return pack(outputs.indices, outputs.outputs.batch, scratch)
         out = ResponseBytes(response(index, one) for index, one in
                             zip(outputs.indices, outputs.outputs, strict=True))
         if outputs.outputs and all("n_tokens" in one for one in outputs.outputs):

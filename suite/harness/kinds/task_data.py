@@ -24,6 +24,7 @@ before any ``load``) stands for sample 0's inputs in the per-sample form.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any, overload
 
@@ -102,6 +103,25 @@ class StagedSamples(Sequence[Inputs]):
         if self._stacked:
             return [-1] * len(self.batch)  # structured zeros: a warm-up batch
         return [int(item[QSL_FIELD]) if isinstance(item, dict) else -1 for item in self.batch]
+
+
+class ReusedBuffer(threading.local):
+    """A task's ``pack``'s ``out`` (``kinds.task.responses``): views of this thread's one
+    growing buffer. A batch's packed responses are completed (LoadGen copies what it
+    logs) before the thread packs the next, so reusing the memory is safe. Fresh memory
+    per batch costs page faults (bert's 3 KB rows stacked: 3.5 us a sample of CPU time
+    against 0.5 into reused memory, measured on the 2-core machine), and a fixed address
+    lets the completer reuse its response objects (``loadgen.BytesCompleter``)."""
+
+    def __init__(self) -> None:
+        self.buffer = np.empty(0, np.uint8)
+
+    def __call__(self, shape: tuple[int, ...], dtype: Any) -> npt.NDArray[Any]:
+        kind = np.dtype(dtype)
+        nbytes = int(np.prod(shape)) * kind.itemsize
+        if nbytes > len(self.buffer):
+            self.buffer = np.empty(max(nbytes, 2 * len(self.buffer)), np.uint8)
+        return self.buffer[:nbytes].view(kind).reshape(shape)
 
 
 class TaskDataset(InMemoryDataset):
