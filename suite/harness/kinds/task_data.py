@@ -238,14 +238,14 @@ class TaskDataset(InMemoryDataset):
         if self.staging != "stacked" or n == 1:
             return super().gather(indices, out)
         slots = self._slots[indices]
-        start, count = int(slots[0]), len(self._loaded)
-        steps = np.diff(slots)
-        if start >= 0 and start + n <= self._rows and (
-                (steps == 1) | (steps == 1 - count)).all():
-            return gathered(indices, {name: f[start:start + n]
-                                      for name, f in self._fields.items()})
         if int(slots.min()) < 0:
             raise DatasetError(f"{self.name}: a sample of this batch was not loaded")
+        start, count = int(slots[0]), len(self._loaded)
+        steps = np.diff(slots)
+        # each next slot, or from the last back to the first (the slots are all staged)
+        if start + n <= self._rows and ((steps == 1) | (steps == 1 - count)).all():
+            return gathered(indices, {name: f[start:start + n]
+                                      for name, f in self._fields.items()})
         views = self._views(out, n)
         for name, view in views.items():
             # mode="clip": "raise" gathers into a temporary first (see datasets.base)
