@@ -226,10 +226,10 @@ def _greedy(boxes: F32, threshold: np.float32, limit: int) -> npt.NDArray[np.int
     for low in range(0, count, _BLOCK):
         block = tuple(column[low:low + _BLOCK] for column in columns)
         size = len(block[0])
-        dropped = np.zeros(size, bool)
+        dropped: npt.NDArray[np.bool_] = np.zeros(size, bool)
         if k:
             earlier = tuple(column[kept[:k]] for column in columns)
-            dropped = _overlapping(earlier, block, threshold).any(axis=0)
+            np.any(_overlapping(earlier, block, threshold), axis=0, out=dropped)
         rows = np.packbits(_overlapping(block, block, threshold), axis=1, bitorder="little")
         out = int.from_bytes(np.packbits(dropped, bitorder="little").tobytes(), "little")
         for j in range(size):

@@ -121,7 +121,8 @@ class ReusedBuffer(threading.local):
         nbytes = int(np.prod(shape)) * kind.itemsize
         if nbytes > len(self.buffer):
             self.buffer = np.empty(max(nbytes, 2 * len(self.buffer)), np.uint8)
-        return self.buffer[:nbytes].view(kind).reshape(shape)
+        view: npt.NDArray[Any] = self.buffer[:nbytes].view(kind).reshape(shape)
+        return view
 
 
 class TaskDataset(InMemoryDataset):
