@@ -161,8 +161,10 @@ class Packed(Sequence[bytes]):
     def __init__(self, payload: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> None:
         self.payload, self.offsets = np.ascontiguousarray(payload).reshape(-1), offsets
         sizes = np.diff(offsets)
-        #: Every sample's size where they are equal (fixed-size rows), else 0.
-        self.row_bytes = int(sizes[0]) if len(sizes) and (sizes == sizes[0]).all() else 0
+        #: Every sample's size where the samples are equal-sized rows from the payload's
+        #: start (sample ``k`` at ``k * row_bytes``), else 0.
+        self.row_bytes = int(sizes[0]) if len(sizes) and offsets[0] == 0 and (
+            sizes == sizes[0]).all() else 0
 
     def __len__(self) -> int:
         return len(self.offsets) - 1

@@ -1,7 +1,8 @@
 """A task card's dataset (``suite.tasks.base.TaskData``) as the SUT's query sample library.
 
 ``TaskDataset`` is an ``InMemoryDataset``: LoadGen's ``load`` stages each loaded sample's
-inputs once, in one array, and the SUT's gathers, slices and buffers work on it unchanged.
+inputs once, and the SUT's gathers and buffers (one per worker, rows of the structured
+dtype that holds every input) work on them as for any dataset.
 
 * **Stacked** (the card's ``[[inputs]]`` fix every per-sample axis and sample 0 has those
   shapes: bert, yolo; a later sample that differs is a ``DatasetError``): each input is
