@@ -76,6 +76,8 @@ bench: $(VENV)/.dev
 	$(PY) bench/bench_harness.py $(ARGS)
 	$(PY) bench/bench_tasks.py --benchmark bert-99
 	$(PY) bench/bench_tasks.py --benchmark yolo-95
+	$(PY) bench/bench_task_phases.py --benchmark bert-99
+	$(PY) bench/bench_task_phases.py --benchmark yolo-95 --batch 1 --rounds 40
 
 # On a GPU machine whose Python already has CUDA torch: `make bench-gpu PY=python3`
 # (the venv is built only when PY is not given; its torch is the CPU build).

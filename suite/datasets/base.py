@@ -85,15 +85,21 @@ class InMemoryDataset:
         (measured), so staged in that order most Offline batches are one slice of the
         array, which ``gather`` hands over without a copy.
         """
-        order = np.asarray(indices, dtype=np.int64)
-        unique, first = np.unique(order, return_index=True)
-        if len(unique) and (unique[0] < 0 or unique[-1] >= self.total_count):
-            raise DatasetError(f"{self.name}: QSL index out of range 0..{self.total_count - 1}")
-        staged = order[np.sort(first)]  # first occurrences, in LoadGen's order
+        staged = self.staging_order(indices)
         read = self._read if self.raw is None else self._read_raw
         self._loaded = np.ascontiguousarray(read(staged), dtype=self.dtype)
         self._slots.fill(-1)
         self._slots[staged] = np.arange(len(staged))
+
+    def staging_order(self, indices: Sequence[int]) -> IndexArray:
+        """The QSL indices ``load`` stages: each one's first occurrence, in LoadGen's order
+        (a ``DatasetError`` for one out of range)."""
+        order = np.asarray(indices, dtype=np.int64)
+        unique, first = np.unique(order, return_index=True)
+        if len(unique) and (unique[0] < 0 or unique[-1] >= self.total_count):
+            raise DatasetError(f"{self.name}: QSL index out of range 0..{self.total_count - 1}")
+        staged: IndexArray = order[np.sort(first)]
+        return staged
 
     def unload(self, indices: Sequence[int]) -> None:
         """Drop the staged samples."""

@@ -214,7 +214,37 @@ class BytesCompleter(Completer):
 
     def complete(self, ids: Sequence[int], responses: Sequence[bytes]) -> None:  # type: ignore[override]
         """Complete ``ids[k]`` with ``responses[k]``, with its output-token count where the
-        responses carry ``n_tokens`` (a task under LoadGen's token latencies: whisper)."""
+        responses carry ``n_tokens`` (a task under LoadGen's token latencies: whisper).
+        A batch packed in one buffer (``payload`` and ``offsets``: ``tasks.base.Packed``)
+        is answered in place: no join, no bytes object per sample."""
+        if hasattr(responses, "payload"):
+            self._complete_packed(ids, responses)
+        else:
+            self._complete_bytes(ids, responses)
+
+    def _complete_packed(self, ids: Sequence[int], packed: Any) -> None:
+        """A ``Packed`` batch. Equal-sized rows at the address of this thread's previous
+        batch (a task packs into its thread's reused buffer) reuse that batch's response
+        objects, rewriting only the ids, as ``Completer`` does (1.8 us a sample to build
+        one, measured on the 2-core machine)."""
+        payload: npt.NDArray[np.uint8] = packed.payload
+        offsets: npt.NDArray[np.int64] = packed.offsets
+        row, n, local = int(packed.row_bytes), len(ids), self._local
+        base = payload.ctypes.data if payload.size else self._zeros.ctypes.data
+        pool: list[Any] | None = getattr(local, "packed", None)
+        if row and pool is not None and local.packed_at == (base, row) and len(pool) >= n:
+            for response, qid in zip(pool, ids, strict=False):  # stops at len(ids)
+                response.id = qid
+            lg.QuerySamplesComplete(pool if n == len(pool) else pool[:n])
+        else:
+            made = list(map(lg.QuerySampleResponse, ids, (offsets[:-1] + base).tolist(),
+                            np.diff(offsets).tolist()))
+            if row:
+                local.packed, local.packed_at = made, (base, row)
+            lg.QuerySamplesComplete(made)
+        self.completed += n
+
+    def _complete_bytes(self, ids: Sequence[int], responses: Sequence[bytes]) -> None:
         sizes = [len(r) for r in responses]
         counts: Sequence[int] | None = getattr(responses, "n_tokens", None)
         payload = np.frombuffer(b"".join(responses) or b"\0", dtype=np.uint8)

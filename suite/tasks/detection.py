@@ -178,63 +178,69 @@ def xywh_to_xyxy(boxes: F32) -> F32:
     return np.concatenate([boxes[:, 0:2] - half, boxes[:, 0:2] + half], axis=1)
 
 
-def nms(boxes: F32, scores: F32, iou_threshold: float, limit: int,
-        groups: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
+def nms(boxes: F32, scores: F32, iou_threshold: float, limit: int) -> npt.NDArray[np.int64]:
     """Greedy NMS as torchvision's: highest score first, a box is dropped when its IoU
     with a kept one is above the threshold (a NaN IoU drops nothing), all in float32; the
-    first ``limit`` kept, best first. ``groups`` (the class of each box) only speeds it up:
-    boxes of different groups must not overlap (class-offset boxes, as the callers pass)."""
+    first ``limit`` kept, best first. Per-class NMS passes class-offset boxes (boxes of
+    different classes then never overlap), as Ultralytics and torchvision's
+    ``batched_nms`` do."""
     order = np.argsort(-scores, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    labels = np.zeros(order.size, np.int64) if groups is None else groups
-    keep: list[npt.NDArray[np.int64]] = []
-    for group in np.unique(labels):
-        members = np.flatnonzero(labels == group)
-        members = members[np.argsort(rank[members], kind="stable")]
-        keep.append(members[_greedy(boxes[members], np.float32(iou_threshold), limit)])
-    kept = np.concatenate(keep) if keep else np.zeros(0, np.int64)
-    return kept[np.argsort(rank[kept], kind="stable")][:limit].astype(np.int64)
+    return order[_greedy(boxes[order], np.float32(iou_threshold), limit)]
 
 
-def _iou(box: F32, others: F32) -> F32:
-    """IoU of ``box`` (..., 4) with ``others`` (n, 4), in torchvision's float32 steps."""
-    width = np.maximum(np.minimum(box[..., 2:3], others[:, 2]) -
-                       np.maximum(box[..., 0:1], others[:, 0]), np.float32(0))
-    height = np.maximum(np.minimum(box[..., 3:4], others[:, 3]) -
-                        np.maximum(box[..., 1:2], others[:, 1]), np.float32(0))
-    inter = width * height
-    area = (others[:, 2] - others[:, 0]) * (others[:, 3] - others[:, 1])
-    own = (box[..., 2:3] - box[..., 0:1]) * (box[..., 3:4] - box[..., 1:2])
+#: Boxes whose suppression is settled together (``_greedy``).
+_BLOCK = 128
+
+
+def _overlapping(a: tuple[F32, ...], b: tuple[F32, ...], threshold: np.float32
+                 ) -> npt.NDArray[np.bool_]:
+    """Whether each box of ``a`` (rows) and each of ``b`` (columns), given as their
+    (x1, y1, x2, y2, area) columns, have an IoU above ``threshold``: torchvision's
+    float32 steps, the row's area first in the union."""
+    ax1, ay1, ax2, ay2, a_area = (column[:, None] for column in a)
+    bx1, by1, bx2, by2, b_area = b
+    zero = np.float32(0)
+    inter = (np.maximum(np.minimum(ax2, bx2) - np.maximum(ax1, bx1), zero) *
+             np.maximum(np.minimum(ay2, by2) - np.maximum(ay1, by1), zero))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(inter / (own + area - inter), dtype=np.float32)
+        overlapping: npt.NDArray[np.bool_] = inter / (a_area + b_area - inter) > threshold
+    return overlapping
 
 
 def _greedy(boxes: F32, threshold: np.float32, limit: int) -> npt.NDArray[np.int64]:
     """Positions kept by greedy NMS over ``boxes`` already in score order, at most
-    ``limit`` (the first ``limit`` of a full run: later boxes never suppress earlier)."""
-    count = boxes.shape[0]
-    suppressed = np.zeros(count, bool)
-    keep: list[int] = []
-    matrix = _iou(boxes, boxes) > threshold if count <= 1024 else None
+    ``limit`` (the first ``limit`` of a full run: later boxes never suppress earlier).
+
+    Block by block in score order: a block's boxes that a box kept before it overlaps
+    are dropped at once (one IoU matrix, kept x block); the rest are settled in order
+    over the block's own IoU matrix, each row a bit set (a Python int), so the walk is
+    integer arithmetic. The walk stops at ``limit`` kept: the boxes past that point
+    are never compared."""
     x1, y1, x2, y2 = (np.ascontiguousarray(boxes[:, i]) for i in range(4))
-    areas = (x2 - x1) * (y2 - y1)
-    zero = np.float32(0)
-    for k in range(count):
-        if suppressed[k]:
-            continue
-        keep.append(k)
-        if len(keep) == limit:
-            break
-        if matrix is not None:
-            suppressed |= matrix[k]
-            continue
-        width = np.maximum(np.minimum(x2[k], x2[k + 1:]) - np.maximum(x1[k], x1[k + 1:]), zero)
-        height = np.maximum(np.minimum(y2[k], y2[k + 1:]) - np.maximum(y1[k], y1[k + 1:]), zero)
-        inter = width * height
-        with np.errstate(invalid="ignore", divide="ignore"):
-            suppressed[k + 1:] |= inter / (areas[k] + areas[k + 1:] - inter) > threshold
-    return np.asarray(keep, dtype=np.int64)
+    columns = (x1, y1, x2, y2, (x2 - x1) * (y2 - y1))
+    count = boxes.shape[0]
+    kept = np.empty(max(min(count, limit), 0), np.int64)
+    if not len(kept):
+        return kept
+    k = 0
+    for low in range(0, count, _BLOCK):
+        block = tuple(column[low:low + _BLOCK] for column in columns)
+        size = len(block[0])
+        dropped: npt.NDArray[np.bool_] = np.zeros(size, bool)
+        if k:
+            earlier = tuple(column[kept[:k]] for column in columns)
+            np.any(_overlapping(earlier, block, threshold), axis=0, out=dropped)
+        rows = np.packbits(_overlapping(block, block, threshold), axis=1, bitorder="little")
+        out = int.from_bytes(np.packbits(dropped, bitorder="little").tobytes(), "little")
+        for j in range(size):
+            if out >> j & 1:
+                continue
+            kept[k] = low + j
+            k += 1
+            if k == limit:
+                return kept
+            out |= int.from_bytes(rows[j].tobytes(), "little")
+    return kept[:k]
 
 
 def pack(index: int, rows: F32) -> bytes:

@@ -35,7 +35,17 @@ import numpy as np
 import numpy.typing as npt
 
 from suite.errors import ConfigError, DatasetError, ModelError
-from suite.tasks.base import Arrays, ModelCall, StandIn, TaskScore, stack
+from suite.tasks.base import (
+    Arrays,
+    ModelCall,
+    Packed,
+    Scratch,
+    StandIn,
+    TaskScore,
+    pack_rows,
+    split,
+    stack,
+)
 from suite.tasks.squad_eval import accuracy_line, decode_logits, evaluate, predict
 from suite.tasks.squad_features import Features, Options, build_features, read_examples
 from suite.tasks.squad_text import WordPiece, load_vocab
@@ -187,7 +197,7 @@ class SquadTask:
             pickle.dump(stored, handle, protocol=pickle.HIGHEST_PROTOCOL)
         partial.replace(path)
 
-    def infer(self, call: ModelCall, samples: Sequence[Arrays]) -> list[Arrays]:
+    def infer(self, call: ModelCall, samples: Sequence[Arrays]) -> Sequence[Arrays]:
         outputs = call(stack(samples))
         missing = [name for name in OUTPUTS if name not in outputs]
         if missing:
@@ -195,12 +205,18 @@ class SquadTask:
                 f"the model returned {sorted(outputs)}, not {', '.join(missing)}",
                 hint="a BERT SQuAD model has outputs output_start_logits and "
                      "output_end_logits (the reference's ONNX export)")
-        start, end = outputs[OUTPUTS[0]], outputs[OUTPUTS[1]]
-        return [{OUTPUTS[0]: start[row], OUTPUTS[1]: end[row]} for row in range(len(samples))]
+        return split({name: outputs[name] for name in OUTPUTS}, len(samples))
 
     def response(self, index: int, outputs: Arrays) -> bytes:
         logits = np.stack([outputs[OUTPUTS[0]], outputs[OUTPUTS[1]]], axis=-1)
         return np.ascontiguousarray(logits, dtype=np.float32).tobytes()
+
+    def pack(self, indices: Sequence[int], outputs: Arrays, out: Scratch) -> Packed:
+        """``response`` of a whole batch at once: the same bytes, one stack into ``out``."""
+        start, end = outputs[OUTPUTS[0]], outputs[OUTPUTS[1]]
+        logits = out((*start.shape, 2), np.float32)
+        np.stack([start, end], axis=-1, out=logits)
+        return pack_rows(logits)
 
     def score(self, data: Any, responses: Mapping[int, bytes]) -> TaskScore:
         if not isinstance(data, SquadData):

@@ -91,8 +91,7 @@ def postprocess(output: det.F32, shape: tuple[int, int], opts: Mapping[str, Any]
         pred, best, classes = pred[top], best[top], classes[top]
     boxes = det.xywh_to_xyxy(pred[:, :4])
     offset = (classes.astype(np.float32) * np.float32(opts["max_wh"]))[:, None]
-    kept = det.nms(boxes + offset, best, float(opts["iou_threshold"]), int(opts["max_det"]),
-                   classes.astype(np.int64))
+    kept = det.nms(boxes + offset, best, float(opts["iou_threshold"]), int(opts["max_det"]))
     boxes, best, classes = boxes[kept], best[kept], classes[kept]
     height, width = shape
     size = int(opts["image_size"])

@@ -9,8 +9,9 @@ else; the tensor strategy (``kinds.tensor``) then asks this module for each stag
   ``task_data.TaskDataset``;
 * ``TaskBackend``: what the SUT calls ``predict`` on: the task's ``infer`` around the
   backend's named call (``BackendBase.predict_named``), returning ``TaskOutputs``;
-  ``responses`` turns them into the task's bytes, which ``loadgen.BytesCompleter`` hands
-  to LoadGen per sample;
+  ``responses`` turns them into the task's bytes (a batch the task's ``infer`` returned
+  whole, ``tasks.base.Rows``, in one ``pack`` call where the task has one: one buffer, no
+  per-sample Python), which ``loadgen.BytesCompleter`` hands to LoadGen per batch;
 * ``score``: the accuracy log decoded to bytes per sample, ``TensorTask.score``, and
   ``accuracy.txt`` in the reference script's format with the log's hash;
 * ``ensure_stand_in``: ``suite run --stand-in`` writes the task's stand-in (a small model
@@ -26,7 +27,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,7 @@ from suite.models import ModelCard
 if TYPE_CHECKING:
     from suite.harness.kinds.task_data import TaskDataset
     from suite.results import AccuracyResult
-    from suite.tasks.base import TensorTask
+    from suite.tasks.base import Packed, Scratch, TensorTask
 
 #: The samples a stand-in is written with.
 STAND_IN_SAMPLES = 48
@@ -121,7 +122,7 @@ class TaskOutputs:
     """A batch's outputs as the task's ``infer`` returned them, with the QSL indices."""
 
     indices: list[int]
-    outputs: list[Mapping[str, Any]]
+    outputs: Sequence[Mapping[str, Any]]
 
     def __len__(self) -> int:
         return len(self.outputs)
@@ -161,7 +162,7 @@ class TaskBackend(BackendBase):
         if len(outputs) != len(samples):
             raise BackendError(f"task '{self.task.name}' returned {len(outputs)} outputs "
                                f"for a batch of {len(samples)}")
-        return TaskOutputs(samples.indices(), list(outputs))
+        return TaskOutputs(samples.indices(), outputs)
 
     def begin_record(self) -> None:
         self.inner.begin_record()
@@ -180,11 +181,20 @@ class ResponseBytes(list[bytes]):
     n_tokens: list[int] | None = None
 
 
-def responses(task: TensorTask) -> Callable[[Any], list[bytes]]:
-    """The SUT's postprocess for a task card: each sample's response bytes."""
-    response = task.response
+def responses(task: TensorTask) -> Callable[[Any], Sequence[bytes]]:
+    """The SUT's postprocess for a task card: each sample's response bytes (``Packed``
+    from the task's ``pack`` where it has one and ``infer`` returned the batch whole)."""
+    from suite.harness.kinds.task_data import ReusedBuffer
+    from suite.tasks.base import Rows
 
-    def postprocess(outputs: TaskOutputs) -> list[bytes]:
+    response = task.response
+    pack: Callable[[list[int], Mapping[str, Any], Scratch], Packed] | None = getattr(
+        task, "pack", None)
+    scratch = ReusedBuffer()
+
+    def postprocess(outputs: TaskOutputs) -> Sequence[bytes]:
+        if pack is not None and isinstance(outputs.outputs, Rows):
+            return pack(outputs.indices, outputs.outputs.batch, scratch)
         out = ResponseBytes(response(index, one) for index, one in
                             zip(outputs.indices, outputs.outputs, strict=True))
         if outputs.outputs and all("n_tokens" in one for one in outputs.outputs):

@@ -220,7 +220,7 @@ def _naive_nms(boxes: np.ndarray, scores: np.ndarray, threshold: float) -> list[
     return keep
 
 
-@pytest.mark.parametrize("count", [400, 1500])  # the IoU-matrix and the row-by-row paths
+@pytest.mark.parametrize("count", [1, 127, 400, 1500])  # within one block, across several
 def test_nms_is_torchvisions_and_keeps_the_first_limit(count: int) -> None:
     rng = np.random.default_rng(count)
     xy = rng.uniform(0, 600, (count, 2)).astype(np.float32)
@@ -231,8 +231,9 @@ def test_nms_is_torchvisions_and_keeps_the_first_limit(count: int) -> None:
     assert np.array_equal(det.nms(boxes, scores, 0.5, 40), full[:40])
     groups = (np.arange(count) % 3).astype(np.int64)  # classes: offset so they never overlap
     offset = boxes + (groups * 7680).astype(np.float32)[:, None]
-    per_class = det.nms(offset, scores, 0.5, 10_000, groups)
+    per_class = det.nms(offset, scores, 0.5, 10_000)
     assert per_class.tolist() == _naive_nms(offset, scores, 0.5)
+    assert det.nms(boxes, scores, 0.5, 0).tolist() == []
 
 
 def _layout(tmp_path: Path, images: list[dict[str, Any]], annotations: list[Any]) -> Path:
