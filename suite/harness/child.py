@@ -314,9 +314,9 @@ def preload_framework(benchmark: str, backend: str) -> None:
 
 
 def _preload_model(message: str) -> None:
-    """Load the model of the config the parent sent ahead of the spec
-    (``ChildStart.preload``); the test's own load takes it if the spec's config is the
-    same. Anything wrong here is left for the test, which reports it."""
+    """Start loading the model of the config the parent sent ahead of the spec
+    (``ChildStart.preload``); the test's own load takes it (waiting for it) if the spec's
+    config is the same. Anything wrong here is left for the test, which reports it."""
     from suite.harness.sut.loading import preload
 
     try:
@@ -336,8 +336,8 @@ def main(argv: list[str] | None = None) -> int:
             preload_framework(args[2], args[3])
         line = sys.stdin.readline().strip()  # the spec's path, once the parent wrote it
         if line.startswith("{"):  # first the resolved config: load its model meanwhile
-            _preload_model(line)
-            # The heap so far (imports, the model) is what the test's collection before
+            _preload_model(line)  # on a thread: a spec that comes meanwhile is read
+            # The heap so far (the imports) is what the test's collection before
             # ``gc.freeze`` would walk: walk it now, while the parent still works.
             gc.collect()
             gc.freeze()

@@ -156,6 +156,8 @@ def test_a_preloaded_model_goes_to_the_test_of_the_same_config_only() -> None:
     config = api.prepare(ConfigRequest(quick=True)).config
     assert config.backend == "onnxruntime"
     assert loading.preload(paths.home, config)
+    assert loading._preloading is not None
+    loading._preloading.join()
     held = loading._preloaded
     assert held is not None
     card, backend, info = loading.load_model(paths.home, config)
@@ -163,6 +165,8 @@ def test_a_preloaded_model_goes_to_the_test_of_the_same_config_only() -> None:
     assert loading.load_model(paths.home, config)[1] is not backend  # taken once
     other = config.model_copy(update={"sut": config.sut.model_copy(update={"workers": 1})})
     assert loading.preload(paths.home, config)
+    assert loading._preloading is not None
+    loading._preloading.join()
     held = loading._preloaded
     assert held is not None and loading.load_model(paths.home, other)[1] is not held[2][1]
     assert loading._preloaded is None  # a load for another config drops it
