@@ -1,22 +1,32 @@
-"""A run's fixed cost: the wall time of ``suite run`` outside its LoadGen test.
+"""A run's fixed cost: the wall time of ``suite run`` outside its LoadGen test, end to end.
 
-``measure(tmp)`` times, in fresh processes (each start pays its imports, as a user's
-does): ``import suite.api``, and a whole ``suite run --quick --backend null`` on digits
-Offline, from which LoadGen's own span (first to last record of the performance test's
-detail log) is subtracted. The target (issue 18) is 1 s or less; the MLPerf reference
-harness spends 0.7-1.8 s on the same runs.
+Measured as issue 40 (item 15) measured it: the wall time from process start to exit of
+``python -m suite run --benchmark digits --scenario offline --quick`` (the card's default
+backend, onnxruntime; a fresh process each time, as a user's is) minus the test's own
+duration in LoadGen's detail log (first to last record of ``mlperf_log_detail.txt``).
+Each run is followed by ``plain_loadgen.py``, a plain LoadGen harness (imports numpy,
+onnxruntime and LoadGen, creates the session, loads the same data, runs the same test on
+the run's own ``mlperf.conf`` and ``user.conf`` with ``session.run`` on batches of the
+run's ``sut.max_batch_size``), measured the same way: rounds interleaved, medians, and
+the per-round ratio ours / plain (the machine is shared: the ratio is the figure to trust).
+
+The MLPerf reference harness is not installed here (no network to GitHub): its figure
+(``REFERENCE_S``) is issue 40's measurement on a quiet 2-core machine, two interleaved
+rounds, the same way (process start to exit minus LoadGen's test duration), and the
+report labels it so. docs/tuning.md says how to measure it beside ours.
 
 The fixed cost is split by the files the run writes (their mtimes, same clock):
 ``parent_s`` from the process start to the child's spec (imports, pre-flight, config,
 card, dataset, run directory), ``child_start_s`` from the spec to LoadGen's first record
-(the child's interpreter, imports, model and dataset), ``after_s`` from LoadGen's last
-record to the process exit (the child's teardown, scoring, result.json, the table).
+(model load, warm-up probe, workers; the child's interpreter and imports overlap the
+parent's), ``after_s`` from LoadGen's last record to the process exit (the child's
+teardown, scoring, result.json, the table). ``stated_rate`` is the earlier measure (the
+null backend at a stated rate: no model, no warm-up sizing), kept for comparison.
 
 Bytecode is compiled first (``compileall``): an installed wheel ships it, and a shell
 with ``PYTHONDONTWRITEBYTECODE`` would otherwise recompile every suite module in both
 processes on every run (~0.2 s that no user pays). ``--compare REV`` measures the tree at
-a git revision too, interleaved run by run with this one (the machine is shared: the
-ratio is the figure to trust).
+a git revision too, interleaved run by run with this one.
 
     python bench/bench_fixed_cost.py [--repeats 5] [--this HEAD] [--compare HEAD~3]
 """
@@ -36,7 +46,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET_S = 1.0
+#: Issue 40's target: under the MLPerf reference harness's figure on the same run.
+TARGET_S = 0.7
+#: The reference harness's fixed cost on digits Offline, not measured here (see above).
+REFERENCE_S = 0.7
+REFERENCE_SOURCE = ("MLPerf reference harness, issue 40 item 15's measurement (quiet 2-core "
+                    "machine, 2 interleaved rounds, process start to exit minus LoadGen's "
+                    "test duration); not measured by this bench")
 
 
 def _wall(args: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:
@@ -124,41 +140,58 @@ def _compile(tree: Path) -> None:
     compileall.compile_dir(str(tree / "suite"), quiet=1)
 
 
+def load_average() -> float:
+    """The 1-minute load average (what the machine was doing beside the bench)."""
+    return round(os.getloadavg()[0], 2)
+
+
+def run_batch(runs: Path) -> int:
+    """The ``sut.max_batch_size`` the one run in ``runs`` used (the plain harness's batch)."""
+    (config,) = runs.glob("*/config.json")
+    return int(json.loads(config.read_text(encoding="utf-8"))["sut"]["max_batch_size"])
+
+
 def measure(tmp: Path, repeats: int = 3, compare: Path | None = None,
             this: Path = REPO) -> dict[str, Any]:
-    """The fixed cost of a quick null-backend digits Offline run (median of ``repeats``)
-    in the tree ``this``; with ``compare`` (another tree), both measured alternately, and
-    the ratio."""
+    """The end-to-end fixed cost of a quick digits Offline run on its default backend
+    (median of ``repeats``) in the tree ``this``, interleaved with the plain LoadGen
+    harness on the same settings; with ``compare`` (another tree), that tree too."""
     trees = {"this": this} if compare is None else {"this": this, "compare": compare}
     tmp.mkdir(parents=True, exist_ok=True)
     for name, tree in trees.items():
         _compile(tree)
-        _one_run(tree, tmp / f"warmup-{name}")  # warms the OS's file cache too
+        _one_run(tree, tmp / f"warmup-{name}", ())  # warms the OS's file cache too
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     imports: dict[str, list[float]] = {name: [] for name in trees}
     plain: list[float] = []
     stated: list[dict[str, float]] = []
     stated_plain: list[float] = []
+    loads = [load_average()]
     for i in range(repeats):
         for name, tree in trees.items():
             seconds, _, done = _wall([sys.executable, "-c", "import suite.api"], tree)
             if done.returncode:
                 raise RuntimeError(done.stderr)
             imports[name].append(seconds)
-            samples[name].append(_one_run(tree, tmp / f"runs-{name}-{i}"))
-        plain.append(plain_run(tmp / f"runs-this-{i}", DIGITS_ONNX, digits_data(), "null", 1024))
-        # The settings of issue 29's reference measurement: a stated rate, no warm-up sizing
-        # (its probe, and LoadGen's own cost of a 5x larger query, ~22 ns a sample).
+            samples[name].append(_one_run(tree, tmp / f"runs-{name}-{i}", ()))
+        runs = tmp / f"runs-this-{i}"
+        plain.append(plain_run(runs, DIGITS_ONNX, digits_data(), "ort", run_batch(runs)))
+        # The earlier measure (issue 29's settings): the null backend at a stated rate.
         stated.append(_one_run(this, tmp / f"runs-stated-{i}", STATED))
         stated_plain.append(plain_run(tmp / f"runs-stated-{i}", DIGITS_ONNX, digits_data(),
                                       "null", 1024))
-    report: dict[str, Any] = {"benchmark": "digits", "scenario": "offline", "backend": "null",
-                              "quick": True, "repeats": repeats, "target_s": TARGET_S,
+        loads.append(load_average())
+    report: dict[str, Any] = {"benchmark": "digits", "scenario": "offline",
+                              "backend": "onnxruntime (the card's default)", "quick": True,
+                              "repeats": repeats, "target_s": TARGET_S,
                               **_summary(samples["this"], imports["this"]),
                               "plain_loadgen_fixed_s": _median(plain),
                               "ratio_fixed_over_plain": _median(
                                   [s["fixed"] / p for s, p in zip(samples["this"], plain,
                                                                    strict=True)]),
+                              "reference_fixed_s": REFERENCE_S,
+                              "reference_source": REFERENCE_SOURCE,
+                              "load_average": loads,
                               "stated_rate": {
                                   "args": " ".join(STATED),
                                   "fixed_cost_s": _median([s["fixed"] for s in stated]),

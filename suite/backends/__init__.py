@@ -32,6 +32,7 @@ from suite.models import Kind
 __all__ = [
     "BUILTIN",
     "BUILTIN_KINDS",
+    "FRAMEWORKS",
     "Backend",
     "BackendBase",
     "BackendCore",
@@ -57,6 +58,10 @@ BUILTIN: dict[str, str] = {
     "torch-llm": "suite.llm.backend:TorchLLMBackend",
     "tensorrt": "suite.backends.trt:TensorRTBackend",
 }
+
+#: The framework a built-in backend imports when it loads a model: a child started early
+#: (``suite.harness.child_start``) imports it while the parent resolves the config.
+FRAMEWORKS: dict[str, str] = {"onnxruntime": "onnxruntime", "torch": "torch"}
 
 _TENSOR = frozenset({Kind.TENSOR})
 _TEXT = frozenset({Kind.TEXT_GENERATION})

@@ -26,10 +26,13 @@ _LATE = (b"interrupted after the command had finished: its output and files are 
 
 
 def main() -> int:
+    # No pydantic plugin applies to the suite's own models; finding none scans every
+    # installed distribution's entry points, in each process (parent and child) of a run.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if sys.argv[1:2] == ["run"]:
         from suite.harness.child_start import start_early
 
-        start_early()
+        start_early(sys.argv[2:])
     from suite.cli.app import main as cli_main
 
     try:

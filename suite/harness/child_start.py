@@ -1,6 +1,6 @@
 """A LoadGen child started early (``python -m suite.harness.child --await-spec``).
 
-Imports nothing of the suite: ``python -m suite run`` starts it first thing
+Imports nothing of the suite at run time: ``python -m suite run`` starts it first thing
 (``__main__``), so the child's imports (pydantic, numpy, LoadGen, the SUT) run while
 the parent imports its own and resolves the config. ``take()`` hands it to the first test.
 """
@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from suite.config.model import RunConfig
 
 _early: ChildStart | None = None
 
@@ -26,12 +31,23 @@ def child_pythonpath() -> str:
     return os.pathsep.join(dict.fromkeys([package_root, *entries]))
 
 
-def start_early() -> None:
+def start_early(argv: list[str]) -> None:
     """Start the first test's child now (``python -m suite run``, before the CLI's imports);
-    one that no run takes (``--help``, a usage error) is ended at exit."""
+    one that no run takes (``--help``, a usage error) is ended at exit. ``argv`` (the
+    command's arguments) names the benchmark and backend whose framework it preloads."""
     global _early
-    _early = ChildStart()
+    _early = ChildStart(_option(argv, "--benchmark") or "digits", _option(argv, "--backend"))
     atexit.register(_discard_early)
+
+
+def _option(argv: list[str], name: str) -> str:
+    """The value of ``name`` in ``argv`` (``--name value`` or ``--name=value``), else ""."""
+    for at, arg in enumerate(argv):
+        if arg == name and at + 1 < len(argv):
+            return argv[at + 1]
+        if arg.startswith(name + "="):
+            return arg[len(name) + 1:]
+    return ""
 
 
 def _discard_early() -> None:
@@ -39,33 +55,49 @@ def _discard_early() -> None:
         _early.discard()
 
 
-def take() -> ChildStart:
-    """The child started at process start if there is one, else a new one."""
+def take(benchmark: str, backend: str) -> ChildStart:
+    """The child started at process start if there is one, else a new one (preloading
+    ``backend``'s framework, or, if "", that of ``benchmark``'s default backend)."""
     global _early
     started, _early = _early, None
-    return started if started is not None else ChildStart()
+    return started if started is not None else ChildStart(benchmark, backend)
 
 
 class ChildStart:
     """A child interpreter started before its test exists: its imports (pydantic, numpy,
     LoadGen, the SUT; ~0.4 s) run while the parent lints, resolves the config and stages
-    the dataset. It waits for its spec's path on stdin; ``discard`` (EOF) ends it unused.
+    the dataset, and so does the framework of the backend the run names (``benchmark`` and
+    ``backend``, "" for the card's default: ``child.preload_framework``; onnxruntime is
+    ~0.25 s). It waits for its spec's path on stdin; ``discard`` (EOF) ends it unused.
     Until it has a test directory its output goes to a temporary file, copied into
     harness.log if it dies before adopting the directory."""
 
-    def __init__(self) -> None:
+    def __init__(self, benchmark: str, backend: str) -> None:
         self.read_fd, write_fd = os.pipe()
         # Outlives this call: closed by the test that uses the child, or by discard().
         self.early_log = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
         package_root = Path(__file__).resolve().parents[2]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "suite.harness.child", "--await-spec", str(write_fd)],
+            [sys.executable, "-m", "suite.harness.child", "--await-spec", str(write_fd),
+             benchmark, backend],
             stdin=subprocess.PIPE, stdout=self.early_log, stderr=subprocess.STDOUT,
             cwd=package_root, pass_fds=(write_fd,), start_new_session=True,
             env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=child_pythonpath()),
             text=True)
         os.close(write_fd)
         self.used = False
+
+    def preload(self, config: RunConfig, home: Path) -> None:
+        """Send the resolved config ahead of the spec: the child loads the model
+        (``suite.harness.sut.loading.preload``) while the parent stages the dataset and
+        the run directory. A child that died meanwhile is found by its test."""
+        if self.used:
+            return
+        message = json.dumps({"preload": config.model_dump_json(), "home": str(home)})
+        with contextlib.suppress(BrokenPipeError, OSError):
+            assert self.process.stdin is not None
+            self.process.stdin.write(message + "\n")
+            self.process.stdin.flush()
 
     def discard(self) -> None:
         """End an unused child and close what it held. It has no test and holds nothing

@@ -133,10 +133,13 @@ def run(request: ConfigRequest, paths: Paths | None = None,
     ``on_stage(test_name)`` one for its child's setup stages ("loading model", ...).
     """
     # The first test's child, started at process start or now: its imports overlap ours.
-    started = child_start.take()
+    started = child_start.take(request.benchmark, request.backend)
     try:
         ready = prepare(request, paths, on_lint=on_lint)
         config = ready.config
+        if ready.strategy.kind is Kind.TENSOR:
+            # The child loads the model while this process stages the dataset.
+            started.preload(config, ready.paths.home)
         prepared = ready.strategy.prepare(config, ready.paths, on_progress)
         plan = prepared.compliance(config, ready.paths, request) if config.compliance else None
         bench = config.resolved_rules.benchmark

@@ -117,3 +117,58 @@ def test_command_modules_are_thin() -> None:
     long = {path.name: n for path in (REPO / "suite" / "commands").glob("*.py")
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > 60}
     assert not long, long
+
+
+def test_suite_run_imports_no_other_command_module() -> None:
+    """``suite run`` is found without importing ``suite.cli.commands``; another command's
+    name, or the list (``--help``), imports them."""
+    loaded = _modules_after(
+        "import click\nfrom suite.cli.app import app\n"
+        "assert app.get_command(click.Context(app), 'run') is not None")
+    assert not {m for m in loaded if m.startswith("suite.cli.commands")}, sorted(loaded)
+    loaded = _modules_after(
+        "import click\nfrom suite.cli.app import app\nctx = click.Context(app)\n"
+        "assert app.get_command(ctx, 'audit') is not None\n"
+        "assert {'run', 'audit', 'check', 'package'} <= set(app.list_commands(ctx))\n"
+        "assert app.get_command(ctx, 'nosuch') is None")
+    assert "suite.cli.commands.audit" in loaded
+
+
+def test_the_early_child_preloads_the_framework_the_command_line_names() -> None:
+    from suite.harness.child_start import _option
+
+    assert _option(["--quick", "--backend", "torch"], "--backend") == "torch"
+    assert _option(["--benchmark=resnet50"], "--benchmark") == "resnet50"
+    assert _option(["--backend"], "--backend") == "" and _option([], "--backend") == ""
+    preload = "from suite.harness.child import preload_framework\n"
+    assert "onnxruntime" not in _modules_after(preload)
+    # no --backend: the card's default (onnxruntime for digits, torch-llm for tinylm)
+    assert "onnxruntime" in _modules_after(preload + "preload_framework('digits', '')")
+    for benchmark, backend in (("digits", "null"), ("tinylm", ""), ("digits", "x.y:Z")):
+        loaded = _modules_after(preload + f"preload_framework({benchmark!r}, {backend!r})")
+        assert not {"onnxruntime", "torch"} & loaded, (benchmark, backend)
+
+
+def test_a_preloaded_model_goes_to_the_test_of_the_same_config_only() -> None:
+    from suite.harness.sut import loading
+
+    paths = find_paths()
+    config = api.prepare(ConfigRequest(quick=True)).config
+    assert config.backend == "onnxruntime"
+    assert loading.preload(paths.home, config)
+    assert loading._preloading is not None
+    loading._preloading.join()
+    held = loading._preloaded
+    assert held is not None
+    card, backend, info = loading.load_model(paths.home, config)
+    assert backend is held[2][1] and info is held[2][2] and card.name == "digits"
+    assert loading.load_model(paths.home, config)[1] is not backend  # taken once
+    other = config.model_copy(update={"sut": config.sut.model_copy(update={"workers": 1})})
+    assert loading.preload(paths.home, config)
+    assert loading._preloading is not None
+    loading._preloading.join()
+    held = loading._preloaded
+    assert held is not None and loading.load_model(paths.home, other)[1] is not held[2][1]
+    assert loading._preloaded is None  # a load for another config drops it
+    null = api.prepare(ConfigRequest(backend="null", quick=True)).config
+    assert not loading.preload(paths.home, null) and loading._preloaded is None
