@@ -113,10 +113,20 @@ def test_tune_options_from_text_keep_explicit_values_under_quick() -> None:
 
 
 def test_command_modules_are_thin() -> None:
-    """Parse, call ``suite.api``, render, exit code: no module grows past 60 lines."""
-    long = {path.name: n for path in (REPO / "suite" / "commands").glob("*.py")
-            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 60}
+    """Parse, call ``suite.api``, render, exit code: a command module reaches the run
+    machinery only through ``suite.api`` (never the harness, a backend or the LLM
+    internals, whose imports would also slow every command's start), and none grows past
+    200 lines (the demo, the longest, orchestrates four runs)."""
+    modules = sorted((REPO / "suite" / "cli" / "commands").glob("*.py"))
+    assert len(modules) > 10, "the command modules moved: update this test"
+    long = {path.name: n for path in modules
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 200}
     assert not long, long
+    reach = {path.name: line.strip() for path in modules
+             for line in path.read_text(encoding="utf-8").splitlines()
+             if line.strip().startswith(("from suite.harness", "import suite.harness",
+                                         "from suite.backends", "from suite.llm"))}
+    assert not reach, reach
 
 
 def test_suite_run_imports_no_other_command_module() -> None:
