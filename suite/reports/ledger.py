@@ -275,7 +275,10 @@ def render(ledger: Ledger) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"runs in {ledger.runs_dir}", box=box.SIMPLE_HEAD, pad_edge=False,
+    # SIMPLE_HEAD drawn in ASCII: piped, rich swaps any box-drawing box for its full
+    # ASCII grid ("|" between cells), which would glue the run path to its neighbours.
+    simple_ascii = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
+    table = Table(title=f"runs in {ledger.runs_dir}", box=simple_ascii, pad_edge=False,
                   show_edge=False, padding=(0, 0))
     # Short headers and cells: the table fits 100 columns beside a run path under ./runs
     # (issue 40, item 6: each metric cell took 7 lines at 100 columns). The path and the
