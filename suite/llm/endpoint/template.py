@@ -54,7 +54,10 @@ class Template:
         rest = re.escape(middle) + (_IDS + re.escape(tail) if tail is not None else b"")
         # Any head of the head's length, compared after: the head names the response, and
         # a pattern without it is one an engine's responses share (compiled once, by re).
-        self.pattern = re.compile(b"([^\n]{%d})" % len(head) + _TEXT + rest + b"\n\n")
+        # Tried at line starts only (``^``): a piece that is not the template's costs one
+        # attempt a line, not one a byte.
+        self.pattern = re.compile(b"^([^\n]{%d})" % len(head) + _TEXT + rest + b"\n\n",
+                                  re.MULTILINE)
         self.fixed = len(head) + len(middle) + (len(tail) if tail is not None else 0) + 2
 
     def read(self, piece: bytes) -> tuple[bytes, list[int] | None, int, int] | None:
