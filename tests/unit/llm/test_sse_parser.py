@@ -176,6 +176,7 @@ def lines_like_the_template(chat: bool = False) -> list[bytes]:
         plain.replace(b'"text":"q"', b'"text":"q","error":{"message":"x"}'),  # a key
         plain.replace(b'"text":"q"', b'"text":"q"}],"usage":{"completion_tokens":9},'
                       b'"x":[{"y":"z"'),  # the choice closed early: usage, and more
+        plain.replace(b'"created":1765000000', b'"error":{"x":123456}'),  # a head as long
         plain.replace(b"data: ", b"data:"),  # another spacing before the event
         plain.replace(b"\n\n", b"\r\n\r\n"),  # another line end
     ]
@@ -184,10 +185,12 @@ def lines_like_the_template(chat: bool = False) -> list[bytes]:
 @pytest.mark.parametrize("odd", range(len(lines_like_the_template())))
 def test_an_event_unlike_the_template_is_read_exactly(odd: int) -> None:
     body = b"".join(event(t, [n], False) for n, t in enumerate("abcd"))
-    body += lines_like_the_template()[odd] + event("e", [7], False) + b"data: [DONE]\n\n"
+    body += lines_like_the_template()[odd] + event("e", [7], False)
+    done_at = len(body)  # cut there too: the odd event in a piece of token events only
+    body += b"data: [DONE]\n\n"
     expected = exact(body)
     for cut in range(len(body) + 1):
-        assert fed(body, [cut]) == expected, cut
+        assert fed(body, sorted({cut, done_at})) == expected, cut
 
 
 def test_a_malformed_text_fails_as_decoding_it_does() -> None:
