@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -84,7 +85,7 @@ def fed(body: bytes, pieces: list[int], token_source: str = "engine",
     r.status = 200
     cuts = [0, *pieces, len(body)]
     try:
-        for start, end in zip(cuts, cuts[1:], strict=False):
+        for start, end in pairwise(cuts):
             r.body(body[start:end])
     except StreamError as exc:
         return ("error", str(exc).split(":")[0])
