@@ -177,49 +177,73 @@ class SseRequest:
                 self.error_body += data
             return
         buf = self.rest + data if self.rest else data
-        if self.template is not None and self._templated(buf):
-            return
-        lines = buf.split(b"\n")
-        self.rest = lines.pop()
+        end = buf.rfind(b"\n") + 1  # the complete lines; the rest waits for its end
+        self.rest = buf[end:]
         if len(self.rest) > MAX_EVENT_BYTES:
             raise StreamError(f"an event is longer than {MAX_EVENT_BYTES} bytes")
-        state, carried, plain = self.state, False, None
-        for line in lines:
+        at, outputs = 0, self.state.outputs
+        while at < end and not self.reported:
+            if self.template is not None:
+                at = self._templated(buf, at, end)
+            if at < end:
+                at = self._exact(buf, at, end)
+        if self.state.outputs > outputs and not self.reported:
+            self._carried()
+
+    def _exact(self, buf: bytes, at: int, end: int) -> int:
+        """Decode and fold the lines of ``buf[at:end]``, to ``end`` or to [DONE] (reported
+        now), or to the event a first template is learned from: where it stopped."""
+        state, plain, first = self.state, None, self.template is None
+        while at < end:
+            stop = buf.index(b"\n", at, end)
+            line, at = buf[at:stop], stop + 1
             if not line.startswith(b"data:"):
                 continue  # blank separators, comments, other fields
             event = line[5:].strip()
             if event == b"[DONE]":
-                if carried:
+                if state.outputs:
                     self._carried()
                 # Reported now; the connection is given back at the response's end.
                 self.done = True
                 self.client.report(self, None)
-                return
+                return end
             try:
                 payload = self.client.loads(event)
             except ValueError as exc:
                 raise StreamError(f"malformed JSON in an event: {event[:200]!r}") from exc
             if read_event(state, payload, self.chat):
-                carried, plain = True, (line, payload)
-        if plain is not None and self.learned < TEMPLATES:
-            # The last event with output: the next piece is most like it.
-            self.template = learn(*plain, self.chat) or self.template
-            self.learned += 1
-        if carried:
-            self._carried()
+                plain = (line, payload)
+                # Not from the first event (vLLM's carries the prompt's ids): from the
+                # next, and the template reads the rest of this piece.
+                if first and state.chunks > 1 and self._learn(line, payload):
+                    return at
+        if plain is not None:
+            self._learn(*plain)  # the last event with output: the next piece is most like it
+        return at
 
-    def _templated(self, buf: bytes) -> bool:
-        """Fold the complete events of ``buf`` if they are all the template's (``rest``
-        keeps what follows the last blank line); False, nothing folded, if not."""
+    def _learn(self, line: bytes, payload: Any) -> bool:
+        if self.learned >= TEMPLATES:
+            return False
+        self.learned += 1
+        self.template = learn(line, payload, self.chat) or self.template
+        return self.template is not None
+
+    def _templated(self, buf: bytes, at: int, end: int) -> int:
+        """Fold the template's events at the start of ``buf[at:end]``: where they end."""
         assert self.template is not None
-        end = buf.rfind(b"\n\n") + 2
-        if end < 2 or len(buf) - end > MAX_EVENT_BYTES:
-            return False
-        read = self.template.read(buf[:end].lstrip(b"\n"))
-        if read is None:
-            return False
+        while at < end and buf[at] == 10:  # the blank line of an event before
+            at += 1
+        stop = buf.rfind(b"\n\n", at, end) + 2
+        if stop < 2:
+            return at
+        read = self.template.read(buf[at:stop])
+        if read is None:  # an event not the template's: its events before it, if any
+            stop = at + self.template.prefix(buf[at:stop])
+            read = self.template.read(buf[at:stop]) if stop > at else None
+            if read is None:
+                return at
         texts, ids, events, outputs = read
-        self.rest, state = buf[end:], self.state
+        state = self.state
         state.chunks += events
         state.outputs += outputs
         if ids is not None:
@@ -230,9 +254,7 @@ class SseRequest:
             except ValueError as exc:
                 raise StreamError(f"malformed JSON in an event's text: {texts[:200]!r}"
                                   ) from exc
-        if outputs:
-            self._carried()
-        return True
+        return stop
 
     def _carried(self) -> None:
         """Output arrived: held to the cap, and the first token reported once known."""

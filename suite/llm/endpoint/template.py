@@ -39,25 +39,34 @@ from typing import Any
 
 IDS_KEY = b'"token_ids":['
 TEXT_KEY, CONTENT_KEY = b'"text":"', b'"content":"'  # completions; chat's ``delta``
-_TEXT = rb'((?:[^"\\\n]|\\[^\n])*)'  # a JSON string's content: ends at its closing quote
-_IDS = rb"([0-9]+(?:,[0-9]+)*)"
+_TEXT = rb'(?:[^"\\\n]|\\[^\n])*)'  # a JSON string's content: ends at its closing quote
+_IDS = rb"[0-9]+(?:,[0-9]+)*)"
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+def _line(head: int, middle: bytes, tail: bytes | None, group: bytes) -> bytes:
+    """The pattern of one event line and its blank line; ``group``: b"(" captures the
+    head, the text and the ids, b"(?:" does not."""
+    ids = group + _IDS + re.escape(tail) if tail is not None else b""
+    return (b"^" + group + b"[^\n]{%d})" % head + group + _TEXT + re.escape(middle) + ids
+            + b"\n\n")
 
 
 class Template:
     """One response's plain token event, cut around its text and ids (module docstring)."""
 
-    __slots__ = ("fixed", "head", "ids", "pattern")
+    __slots__ = ("fixed", "head", "ids", "pattern", "run")
 
     def __init__(self, head: bytes, middle: bytes, tail: bytes | None) -> None:
         self.head, self.ids = head, tail is not None
-        rest = re.escape(middle) + (_IDS + re.escape(tail) if tail is not None else b"")
         # Any head of the head's length, compared after: the head names the response, and
         # a pattern without it is one an engine's responses share (compiled once, by re).
         # Tried at line starts only (``^``): a piece that is not the template's costs one
         # attempt a line, not one a byte.
-        self.pattern = re.compile(b"^([^\n]{%d})" % len(head) + _TEXT + rest + b"\n\n",
-                                  re.MULTILINE)
+        self.pattern = re.compile(_line(len(head), middle, tail, b"("), re.MULTILINE)
+        # the same lines, as many as there are from the start (``prefix``)
+        self.run = re.compile(b"(?:" + _line(len(head), middle, tail, b"(?:") + b")+",
+                              re.MULTILINE)
         self.fixed = len(head) + len(middle) + (len(tail) if tail is not None else 0) + 2
 
     def read(self, piece: bytes) -> tuple[bytes, list[int] | None, int, int] | None:
@@ -76,6 +85,13 @@ class Template:
         if not self.ids:
             return texts, None, count, count - list(map(_second, found)).count(b"")
         return texts, list(map(int, ids.split(b","))), count, count
+
+
+    def prefix(self, piece: bytes) -> int:
+        """How many bytes at the start of ``piece`` are lines of this template's shape
+        (their heads unchecked: ``read`` checks them)."""
+        match = self.run.match(piece)
+        return match.end() if match else 0
 
 
 def learn(line: bytes, payload: Any, chat: bool) -> Template | None:
