@@ -24,7 +24,7 @@ client's own ``chunks`` count, checked against the responses' length). Configura
 alternate within each round; medians over rounds; the ratio default / in-process is
 formed within this invocation. No LoadGen: this is the client alone.
 
-    python bench/bench_sse.py [--rounds 3] [--tokens 4096] [--small 8] [--large 32]
+    python bench/bench_sse.py [--rounds 3] [--tokens 4096] [--small 8] [--large 40]
                               [--bursts 16,1]
 """
 
@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -47,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
-from pinning import tree_cpu_s
+from pinning import descendants
 
 REPO = Path(__file__).resolve().parent.parent
 VOCAB = 83  # tinylm's: the synthetic ids stay inside it
@@ -183,6 +185,19 @@ def server(burst: int = 1) -> Iterator[str]:
 
 
 # -- the client ------------------------------------------------------------------------
+def _tree_cpu_s() -> float:
+    """This process's CPU (``getrusage``: to the microsecond) and its live descendants'
+    (the client processes: ``/proc``, in clock ticks)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    me, ticks = os.getpid(), 0
+    for pid in descendants(me):
+        if pid != me:
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return usage.ru_utime + usage.ru_stime + ticks / os.sysconf("SC_CLK_TCK")
+
+
 def client(url: str, workers: int, tokens: int, sizes: list[int],
            concurrency: int) -> dict[str, Any]:
     """Warm the client up, then each run size's whole-tree CPU (see the module docstring)."""
@@ -224,12 +239,12 @@ def client(url: str, workers: int, tokens: int, sizes: list[int],
         with lock:
             seen.update(first=0, done=0, tokens=0, want=count)
         finished.clear()
-        cpu, wall = tree_cpu_s(os.getpid()), time.perf_counter()
+        cpu, wall = _tree_cpu_s(), time.perf_counter()
         runner.submit([(key + i, 0, prompts[0]) for i in range(count)])
         key += count
         if not finished.wait(600) or errors:
             raise SystemExit(f"bench_sse: the client failed: {errors[:1] or 'timeout'}")
-        cpu, wall = tree_cpu_s(os.getpid()) - cpu, time.perf_counter() - wall
+        cpu, wall = _tree_cpu_s() - cpu, time.perf_counter() - wall
         if seen["first"] != count or seen["tokens"] != count * tokens:
             raise SystemExit(f"bench_sse: {seen} after {count} requests of {tokens} tokens")
         return {"requests": count, "events": count * (tokens + 1), "cpu_s": cpu,
@@ -259,7 +274,7 @@ def _client_process(url: str, workers: int, tokens: int, sizes: list[int],
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def measure(*, rounds: int = 3, tokens: int = 4096, small: int = 8, large: int = 32,
+def measure(*, rounds: int = 3, tokens: int = 4096, small: int = 8, large: int = 40,
             concurrency: int = 16, bursts: tuple[int, ...] = (16, 1)) -> dict[str, Any]:
     """Every figure of the module docstring, for each server burst."""
     from suite.llm.endpoint.workers import default_workers
@@ -297,7 +312,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=4096, help="output tokens a request")
     parser.add_argument("--small", type=int, default=8, help="requests in the small run")
-    parser.add_argument("--large", type=int, default=32, help="requests in the large run")
+    parser.add_argument("--large", type=int, default=40, help="requests in the large run")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--bursts", default="16,1",
                         help="events the server writes at once, per run (the first judges "
