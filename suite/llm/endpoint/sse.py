@@ -181,20 +181,25 @@ class SseRequest:
         self.rest = buf[end:]
         if len(self.rest) > MAX_EVENT_BYTES:
             raise StreamError(f"an event is longer than {MAX_EVENT_BYTES} bytes")
-        at, outputs = 0, self.state.outputs
+        at, outputs, resume = 0, self.state.outputs, True
         while at < end and not self.reported:
-            if self.template is not None:
-                at = self._templated(buf, at, end)
+            if self.template is not None and resume:
+                at, resume = self._templated(buf, at, end)
             if at < end:
-                at = self._exact(buf, at, end)
+                at, resume = self._exact(buf, at, end, resume)
         if self.state.outputs > outputs and not self.reported:
             self._carried()
 
-    def _exact(self, buf: bytes, at: int, end: int) -> int:
+    def _exact(self, buf: bytes, at: int, end: int, resume: bool) -> tuple[int, bool]:
         """Decode and fold the lines of ``buf[at:end]``, to ``end`` or to [DONE] (reported
-        now), or to the event a first template is learned from: where it stopped."""
-        state, plain, first = self.state, None, self.template is None
+        now): (where it stopped, whether the template is to be tried there). It stops
+        early where a template is learned, and (``resume``: the template has not missed
+        in this piece, so a miss costs one attempt a piece) where the template's head
+        starts the next line."""
+        state, plain, head = self.state, None, self.template.head if self.template else b""
         while at < end:
+            if resume and head and buf.startswith(head, at):
+                return at, True
             stop = buf.index(b"\n", at, end)
             line, at = buf[at:stop], stop + 1
             if not line.startswith(b"data:"):
@@ -206,7 +211,7 @@ class SseRequest:
                 # Reported now; the connection is given back at the response's end.
                 self.done = True
                 self.client.report(self, None)
-                return end
+                return end, False
             try:
                 payload = self.client.loads(event)
             except ValueError as exc:
@@ -215,11 +220,11 @@ class SseRequest:
                 plain = (line, payload)
                 # Not from the first event (vLLM's carries the prompt's ids): from the
                 # next, and the template reads the rest of this piece.
-                if first and state.chunks > 1 and self._learn(line, payload):
-                    return at
+                if (not head or not resume) and state.chunks > 1 and self._learn(*plain):
+                    return at, True
         if plain is not None:
             self._learn(*plain)  # the last event with output: the next piece is most like it
-        return at
+        return at, False
 
     def _learn(self, line: bytes, payload: Any) -> bool:
         if self.learned >= TEMPLATES:
@@ -228,20 +233,21 @@ class SseRequest:
         self.template = learn(line, payload, self.chat) or self.template
         return self.template is not None
 
-    def _templated(self, buf: bytes, at: int, end: int) -> int:
-        """Fold the template's events at the start of ``buf[at:end]``: where they end."""
+    def _templated(self, buf: bytes, at: int, end: int) -> tuple[int, bool]:
+        """Fold the template's events at the start of ``buf[at:end]``: (where they end,
+        whether there were any)."""
         assert self.template is not None
         while at < end and buf[at] == 10:  # the blank line of an event before
             at += 1
         stop = buf.rfind(b"\n\n", at, end) + 2
         if stop < 2:
-            return at
+            return at, False
         read = self.template.read(buf[at:stop])
         if read is None:  # an event not the template's: its events before it, if any
             stop = at + self.template.prefix(buf[at:stop])
             read = self.template.read(buf[at:stop]) if stop > at else None
             if read is None:
-                return at
+                return at, False
         texts, ids, events, outputs = read
         state = self.state
         state.chunks += events
@@ -254,7 +260,7 @@ class SseRequest:
             except ValueError as exc:
                 raise StreamError(f"malformed JSON in an event's text: {texts[:200]!r}"
                                   ) from exc
-        return stop
+        return stop, True
 
     def _carried(self) -> None:
         """Output arrived: held to the cap, and the first token reported once known."""

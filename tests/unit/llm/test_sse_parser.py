@@ -229,3 +229,16 @@ def test_a_long_output_keeps_its_text_in_few_pieces(source: str) -> None:
         assert most <= 2  # read by the template, the engine's ids: no text kept
     else:
         assert most <= TEXT_PIECES + 1 and "".join(r.state.text) == "ab" * 12_000
+
+
+def test_the_template_reads_on_after_an_event_it_does_not_fit(
+        template_reads: list[int]) -> None:
+    first = b"".join(event("a", [n + 1], False) for n in range(4))
+    later = b"".join(event("b", [n + 5], False) for n in range(10))
+    body = first + later + b": keep-alive\n\n" + later + event("\\", [9], False) + later
+    body += b"data: [DONE]\n\n"
+    assert fed(body, [len(first)]) == exact(body)
+    # the first piece: two events decoded, the template learned from the second, two read;
+    # the next: ten events, the comment decoded, ten, the escaped text (the template's
+    # too) and ten: each run read at once
+    assert [n for n in template_reads if n > 1] == [2, 10, 21]
