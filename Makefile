@@ -71,13 +71,15 @@ engine-vllm: $(ENGINE_VENV)/.vllm
 test-fast: $(VENV)/.dev
 	$(PY) -m pytest -m "not slow" $(ARGS)
 
-# The harness against raw loops, then bert's and yolo's stand-ins against raw onnxruntime.
+# The harness against raw loops, then bert's and yolo's stand-ins against raw onnxruntime,
+# then the endpoint client's CPU per SSE event at reasoning lengths (bench_sse.py).
 bench: $(VENV)/.dev
 	$(PY) bench/bench_harness.py $(ARGS)
 	$(PY) bench/bench_tasks.py --benchmark bert-99
 	$(PY) bench/bench_tasks.py --benchmark yolo-95
 	$(PY) bench/bench_task_phases.py --benchmark bert-99
 	$(PY) bench/bench_task_phases.py --benchmark yolo-95 --batch 1 --rounds 40
+	$(PY) bench/bench_sse.py
 
 # On a GPU machine whose Python already has CUDA torch: `make bench-gpu PY=python3`
 # (the venv is built only when PY is not given; its torch is the CPU build).

@@ -55,11 +55,15 @@ class Connection(asyncio.Protocol):
         import httptools
 
         self.pool = pool
+        self.pieces: list[bytes] = []  # the body's chunks from one read, handed over at once
+        # httptools' body callback, one call a chunk (an engine writes an event a chunk):
+        # the list's own append, a C call, not a Python method a chunk. Set before the
+        # parser is made, which looks its callbacks up once.
+        self.on_body: Callable[[bytes], None] = self.pieces.append
         self.parser = httptools.HttpResponseParser(self)
         self.parser_error = httptools.HttpParserError
         self.transport: asyncio.Transport | None = None
         self.exchange: Exchange | None = None
-        self.pieces: list[bytes] = []  # the body's chunks from one read, handed over at once
         self.idle_since = 0.0
         self.served = 0  # responses completed on this connection
         self.answered = False  # a byte of the current exchange's response has arrived
@@ -115,9 +119,6 @@ class Connection(asyncio.Protocol):
         if self.exchange is not None:
             self.exchange.head(self.parser.get_status_code(),
                                self.content_type.decode("latin-1"))
-
-    def on_body(self, body: bytes) -> None:
-        self.pieces.append(body)
 
     def on_message_complete(self) -> None:
         if self.pieces:

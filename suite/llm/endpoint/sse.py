@@ -1,11 +1,15 @@
 """One streamed response's Server-Sent Events, folded as the bytes arrive.
 
 ``SseRequest`` is the endpoint client's side of one request on a pooled connection
-(``http_pool.Exchange``): the parser hands it each piece of the body, it splits the
-pieces into lines (one Python-level step per piece, not per line or byte), decodes each
-``data:`` line (orjson where installed) into a ``StreamState`` with ``read_event``, and
-``data: [DONE]`` ends it (or, for an engine known to send none, the response's end after
-an event with ``finish_reason``: ``Client.end_without_done``). It also judges the
+(``http_pool.Exchange``): the parser hands it each piece of the body (what one read
+brought), it splits the piece into lines (one Python-level step per piece, not per
+byte) and folds each ``data:`` line into a ``StreamState``, and ``data: [DONE]`` ends it
+(or, for an engine known to send none, the response's end after an event with
+``finish_reason``: ``Client.end_without_done``). A line of the response's plain token
+event is read by its bytes against the template learned from an earlier one
+(``template``); any other is decoded (orjson where installed) and folded by
+``read_event``, the exact reader, which the template reproduces. Output is held to the
+cap and the first token reported once a piece is folded (``_carried``). It also judges the
 request's timeouts when its client's sweep asks (``check``): no data for the first-byte
 timeout, or longer than the total, aborts the connection. How a request ended goes to its
 client once (``report``); when it no longer holds a connection it is ``settle``d.
@@ -21,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from suite.errors import BackendError
 from suite.llm.endpoint import tool_calls
 from suite.llm.endpoint.http_pool import TransportError
+from suite.llm.endpoint.template import Template, learn
 
 if TYPE_CHECKING:
     from suite.llm.endpoint.http_pool import Connection
@@ -28,6 +33,8 @@ if TYPE_CHECKING:
 ERROR_BODY_LIMIT = 2048  # bytes of an error response shown: evidence, not a flood
 MAX_EVENT_BYTES = 1 << 22  # one SSE line: a server that never ends a line is refused
 STREAM_TYPE = "text/event-stream"
+TEMPLATES = 8  # templates learned a response at most: an engine whose events all differ
+TEXT_PIECES = 256  # text pieces kept before they are joined: a long output's memory
 
 
 class StreamError(BackendError):
@@ -149,12 +156,18 @@ class SseRequest:
     """One sample's request and response (see the module docstring)."""
 
     __slots__ = ("chat", "client", "conn", "done", "error_body", "index", "key", "last",
-                 "reported", "rest", "settled", "start", "state", "status", "url")
+                 "learned", "reported", "rest", "settled", "start", "state", "status",
+                 "template", "texts", "url")
 
     def __init__(self, client: Client, key: int, index: int, url: str,
                  chat: bool) -> None:
         self.client, self.key, self.index, self.url, self.chat = client, key, index, url, chat
         self.state = StreamState()
+        self.template: Template | None = None
+        self.learned = 0
+        # The text counts where the ids are the tokenizer's; with the engine's ids, only
+        # an event without ids keeps its text (``EndpointClient._finish``'s check).
+        self.texts = client.settings.token_source != "engine"
         self.rest = self.error_body = b""
         self.status = 0
         self.done = self.reported = self.settled = False
@@ -188,32 +201,103 @@ class SseRequest:
             if len(self.error_body) < ERROR_BODY_LIMIT:
                 self.error_body += data
             return
-        lines = (self.rest + data).split(b"\n")
-        self.rest = lines.pop()
+        buf = self.rest + data if self.rest else data
+        end = buf.rfind(b"\n") + 1  # the complete lines; the rest waits for its end
+        self.rest = buf[end:]
         if len(self.rest) > MAX_EVENT_BYTES:
             raise StreamError(f"an event is longer than {MAX_EVENT_BYTES} bytes")
-        state, loads = self.state, self.client.loads
-        for line in lines:
+        at, outputs, resume = 0, self.state.outputs, True
+        while at < end and not self.reported:
+            if self.template is not None and resume:
+                at, resume = self._templated(buf, at, end)
+            if at < end:
+                at, resume = self._exact(buf, at, end, resume)
+        if self.state.outputs > outputs and not self.reported:
+            self._carried()
+
+    def _exact(self, buf: bytes, at: int, end: int, resume: bool) -> tuple[int, bool]:
+        """Decode and fold the lines of ``buf[at:end]``, to ``end`` or to [DONE] (reported
+        now): (where it stopped, whether the template is to be tried there). It stops
+        early where a template is learned, and (``resume``: the template has not missed
+        in this piece, so a miss costs one attempt a piece) where the template's head
+        starts the next line."""
+        state, plain, head = self.state, None, self.template.head if self.template else b""
+        while at < end:
+            if resume and head and buf.startswith(head, at):
+                return at, True
+            stop = buf.index(b"\n", at, end)
+            line, at = buf[at:stop], stop + 1
             if not line.startswith(b"data:"):
                 continue  # blank separators, comments, other fields
             event = line[5:].strip()
             if event == b"[DONE]":
+                if state.outputs:
+                    self._carried()
                 # Reported now; the connection is given back at the response's end.
                 self.done = True
                 self.client.report(self, None)
-                return
+                return end, False
             try:
-                payload = loads(event)
+                payload = self.client.loads(event)
             except ValueError as exc:
                 raise StreamError(f"malformed JSON in an event: {event[:200]!r}") from exc
             if read_event(state, payload, self.chat):
-                cap = self.client.cap
-                if len(state.ids) > cap or state.outputs > cap:
-                    # Ended now, not at [DONE]: an endless stream must not grow memory.
-                    raise StreamError(f"the server streamed more than {cap} output tokens "
-                                      f"(max_tokens: the request's, at most the card's)")
-                if not state.first_sent:
-                    state.first_sent = self.client.first(self)
+                plain = (line, payload)
+                # Not from the first event (vLLM's carries the prompt's ids): from the
+                # next, and the template reads the rest of this piece.
+                if (not head or not resume) and state.chunks > 1 and self._learn(*plain):
+                    return at, True
+        if plain is not None:
+            self._learn(*plain)  # the last event with output: the next piece is most like it
+        return at, False
+
+    def _learn(self, line: bytes, payload: Any) -> bool:
+        if self.learned >= TEMPLATES:
+            return False
+        self.learned += 1
+        self.template = learn(line, payload, self.chat) or self.template
+        return self.template is not None
+
+    def _templated(self, buf: bytes, at: int, end: int) -> tuple[int, bool]:
+        """Fold the template's events at the start of ``buf[at:end]``: (where they end,
+        whether there were any)."""
+        assert self.template is not None
+        while at < end and buf[at] == 10:  # the blank line of an event before
+            at += 1
+        stop = buf.rfind(b"\n\n", at, end) + 2
+        if stop < 2:
+            return at, False
+        read = self.template.read(buf[at:stop])
+        if read is None:  # an event not the template's: its events before it, if any
+            stop = at + self.template.prefix(buf[at:stop])
+            read = self.template.read(buf[at:stop]) if stop > at else None
+            if read is None:
+                return at, False
+        texts, ids, events, outputs = read
+        state = self.state
+        state.chunks += events
+        state.outputs += outputs
+        if ids is not None:
+            state.ids += ids
+        if texts and (ids is None or self.texts):
+            try:  # the texts as one JSON string: escapes, UTF-8, control characters
+                state.text.append(self.client.loads(b'"' + texts + b'"'))
+            except ValueError as exc:
+                raise StreamError(f"malformed JSON in an event's text: {texts[:200]!r}"
+                                  ) from exc
+        return stop, True
+
+    def _carried(self) -> None:
+        """Output arrived: held to the cap, and the first token reported once known."""
+        state, cap = self.state, self.client.cap
+        if len(state.ids) > cap or state.outputs > cap:
+            # Ended now, not at [DONE]: an endless stream must not grow memory.
+            raise StreamError(f"the server streamed more than {cap} output tokens "
+                              f"(max_tokens: the request's, at most the card's)")
+        if len(state.text) > TEXT_PIECES:
+            state.text[:] = ["".join(state.text)]
+        if not state.first_sent:
+            state.first_sent = self.client.first(self)
 
     def complete(self) -> None:
         if (not self.reported and self.status == 200 and self.client.settings.end_without_done
