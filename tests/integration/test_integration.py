@@ -14,9 +14,6 @@ from suite.paths import find_paths
 from suite.results import RunResult
 from tests.conftest import only_run_dir, run_cli
 
-SCENARIOS = ["singlestream", "multistream", "server", "offline"]
-
-
 # LoadGen's own metric and verdict in result.json and the table, and the records beside the
 # logs, for each scenario on the null and onnxruntime backends: checked on the runs of
 # tests/integration/test_backend_contract.py (assert_records), which must also be VALID.
