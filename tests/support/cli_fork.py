@@ -14,9 +14,11 @@ test's and from every other command's, and exits as the real command does.
 What the server imports captures nothing of its environment: the CLI's consoles (which
 read ``COLUMNS`` when created, ``suite.cli.console``) are left out, so each command builds
 them under its own environment; no module of ``suite`` reads the environment at import.
-A command whose environment changes what Python imports (``PYTHONPATH``, any
-``PYTHON*`` variable) runs as a real ``python -m suite`` instead, as does every command
-when ``SUITE_TESTS_FORK_CLI=0`` (to compare, or to rule this out).
+A ``PYTHONPATH`` of the test's puts its new entries first on ``sys.path`` before the
+command imports anything more (none of the modules such tests shadow, onnxruntime or
+pynvml, is imported by the server); a command with any other ``PYTHON*`` variable runs
+as a real ``python -m suite``, as does every command when ``SUITE_TESTS_FORK_CLI=0`` (to
+compare, or to rule this out).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def usable(extra_env: dict[str, str]) -> bool:
     """Whether a command with these extra variables may be forked from the server."""
     if os.environ.get(SWITCH) == "0" or sys.platform != "linux":
         return False
-    return not any(key.startswith("PYTHON") for key in extra_env)
+    return not any(key.startswith("PYTHON") and key != "PYTHONPATH" for key in extra_env)
 
 
 def _server() -> mp_context.ForkServerContext:
@@ -87,6 +89,9 @@ def _command(argv: list[str], env: dict[str, str], cwd: str, out: str, err: str)
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    # The entries a fresh interpreter would have put before site-packages.
+    sys.path[0:0] = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep)
+                     if entry and entry not in sys.path]
     # A tracker of this process's own, as a fresh interpreter would start (shared memory
     # of process workers is tracked, and cleaned up, per command).
     from multiprocessing import resource_tracker
