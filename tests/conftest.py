@@ -63,7 +63,13 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 
 def run_cli(*args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess[str]:
-    """``python -m suite ARGS`` from the repo root; never hangs the test session."""
+    """``python -m suite ARGS`` from the repo root; never hangs the test session. A process
+    of its own, forked from a server that imported the suite once (tests/support/cli_fork.py)
+    unless ``env`` changes what Python imports."""
+    from tests.support import cli_fork
+
+    if cli_fork.usable(env):
+        return cli_fork.run_forked(list(args), cli_env(**env), REPO, timeout)
     return subprocess.run(
         [sys.executable, "-m", "suite", *args],
         cwd=REPO, env=cli_env(**env), capture_output=True, text=True, timeout=timeout,

@@ -6,6 +6,8 @@ through the real CLI and LoadGen with ``--quick``, and (3) reach the accuracy ta
 accuracy mode (in fp32: the same correct count as onnxruntime). An unavailable backend,
 or a CUDA option without a GPU, fails before LoadGen, and backend options are config
 keys. Shapes, dtypes and concurrency are in tests/unit/backends/test_backend_contract.py.
+The null and onnxruntime runs of (2) also check what every performance run records and
+prints (``assert_records``; one run per scenario serves both checks).
 
 A variant that cannot run here (missing package, no GPU) is skipped with the reason
 printed (``-ra``); GPU variants also carry the ``gpu`` marker.
@@ -27,8 +29,10 @@ import numpy as np
 import pytest
 
 from suite.backends import BackendBase, backend_class
+from suite.logs import parse_detail_log
 from suite.results import RunResult
-from tests.conftest import only_run_dir, run_cli
+from suite.scenarios import SPECS, Scenario
+from tests.conftest import only_run_dir, run_cli, speed_free_offline
 from tests.support.backend_variants import (
     COMPUTING,
     MAX_BATCH,
@@ -60,14 +64,52 @@ def test_outputs_match_onnxruntime_cpu(variant: Variant, loaded: dict[str, Backe
         np.testing.assert_array_equal(got.argmax(axis=1), reference.argmax(axis=1))
 
 
-def run_valid(tmp: Path, *args: str, attempts: int = 3) -> RunResult:
+#: The variants whose runs also prove what every performance run records and prints
+#: (``assert_records``): the two in-process backends, each scenario's inline SUT path.
+RECORDED = ("null", "onnxruntime")
+
+
+def assert_records(proc: Any, run_dir: Path, scenario: str) -> None:
+    """What any ``--quick`` performance run records and prints, VALID or INVALID: the
+    metric is LoadGen's own, the verdict LoadGen's, the table shows both, and everything
+    an audit needs lies beside the logs."""
+    result = RunResult.load(run_dir / "result.json")
+    [test] = result.tests
+    assert test.mode == "performance" and test.performance is not None
+    log = parse_detail_log(run_dir / "performance" / "mlperf_log_detail.txt")
+    spec = SPECS[Scenario(scenario)]
+    raw = log.values[spec.metric_key]
+    expected = raw / 1e6 if spec.unit == "ms" else raw
+    assert test.performance.metric_value == pytest.approx(expected)
+    assert test.performance.result_validity == log.values["result_validity"]
+    assert test.status.value == ("VALID" if log.values["result_validity"] == "VALID"
+                                 and log.values["num_errors"] == 0 else "INVALID")
+    assert result.exit_code == proc.returncode
+    assert not result.submittable and any("--quick" in r for r in result.non_submittable_reasons)
+    shown = f"{expected:.4f}" if spec.unit == "ms" else f"{expected:,.1f}"
+    assert shown in proc.stdout and test.status.value in proc.stdout
+    for name in ("mlperf.conf", "user.conf", "settings.json", "mlperf_log_summary.txt",
+                 "status.json"):
+        assert (run_dir / "performance" / name).is_file(), name
+    for name in ("config.json", "system.json", "result.json"):
+        assert (run_dir / name).is_file(), name
+    effective = test.performance.effective
+    assert effective["scenario"] == spec.loadgen_name
+    assert effective["min_duration_ms"] < 600_000  # shorter than the round's
+
+
+def run_valid(tmp: Path, *args: str, attempts: int = 3,
+              records: str | None = None) -> RunResult:
     """A ``--quick`` performance run that must end VALID; repeated if INVALID for speed
-    alone, a timing miss after ``attempts`` such runs."""
+    alone, a timing miss after ``attempts`` such runs. ``records``: the scenario, to check
+    every attempt with ``assert_records`` first."""
     for attempt in range(1, attempts + 1):
         runs = tmp / f"attempt{attempt}"
         runs.mkdir()
         proc = run_cli("run", "--quick", "--runs-dir", str(runs), *args)
         assert proc.returncode in (0, 2), proc.stderr
+        if records is not None:
+            assert_records(proc, only_run_dir(runs), records)
         result = RunResult.load(only_run_dir(runs) / "result.json")
         if proc.returncode == 0:
             break
@@ -81,27 +123,15 @@ def run_valid(tmp: Path, *args: str, attempts: int = 3) -> RunResult:
 
 
 def offline_rate(variant: Variant, loaded: dict[str, BackendBase], card: Any,
-                 digits: Any, tmp: Path) -> float:
-    """Samples per second the backend sustains, to size LoadGen's Offline query."""
-    if variant.computes:
-        backend = load_variant(variant, loaded, card)
-        batch = np.ascontiguousarray(digits[0][:MAX_BATCH].repeat(2, axis=0)[:MAX_BATCH])
-        start, done = time.perf_counter(), 0
-        while time.perf_counter() - start < 0.3:
-            backend.predict(batch)
-            done += MAX_BATCH
-        return done / (time.perf_counter() - start)
-    # The null and simulated backends cost (almost) nothing: the harness itself is the
-    # limit, so ask LoadGen, with the variant's own options (its profile).
-    runs = tmp / "probe"
-    runs.mkdir()
-    proc = run_cli("run", "--scenario", "offline", "--backend", variant.backend, "--quick",
-                   *variant.sets(), "--set", "loadgen.expected_qps=50000",
-                   "--runs-dir", str(runs))
-    assert proc.returncode in (0, 2), proc.stderr
-    perf = RunResult.load(only_run_dir(runs) / "result.json").tests[0].performance
-    assert perf is not None
-    return float(perf.metric_value)
+                 digits: Any) -> float:
+    """Samples per second a computing backend sustains, to size LoadGen's Offline query."""
+    backend = load_variant(variant, loaded, card)
+    batch = np.ascontiguousarray(digits[0][:MAX_BATCH].repeat(2, axis=0)[:MAX_BATCH])
+    start, done = time.perf_counter(), 0
+    while time.perf_counter() - start < 0.3:
+        backend.predict(batch)
+        done += MAX_BATCH
+    return done / (time.perf_counter() - start)
 
 
 SCENARIO_SETS = {
@@ -129,10 +159,15 @@ def test_every_scenario_runs_valid(variant: Variant, scenario: str, tmp_path: Pa
                     f"runs it as torch-fp32, this variant runs {', '.join(variant.scenarios)}")
     skip_unless_runnable(variant)
     sets = SCENARIO_SETS.get(scenario, [])
-    if scenario == "offline":
+    if scenario == "offline" and not variant.computes:
+        # The null and simulated backends cost (almost) nothing: the harness is the limit,
+        # so a fixed sample count and no minimum duration (VALID at any speed) rather than
+        # a probe run to size the query (a whole CLI run more).
+        sets = speed_free_offline()
+    elif scenario == "offline":
         # Offline is VALID only if the run lasts min_duration: LoadGen issues
         # 1.1 x duration x expected_qps samples, so ask for ~5x what the backend does.
-        rate = offline_rate(variant, loaded, card, digits, tmp_path)
+        rate = offline_rate(variant, loaded, card, digits)
         sets = ["--set", f"loadgen.expected_qps={5 * rate:.0f}",
                 "--set", "loadgen.min_duration_ms=500"]
     elif scenario == "server" and variant.server_qps != 1000:
@@ -140,7 +175,8 @@ def test_every_scenario_runs_valid(variant: Variant, scenario: str, tmp_path: Pa
         sets = ["--set", f"loadgen.target_qps={variant.server_qps}",
                 "--set", f"loadgen.min_duration_ms={5_000_000 // variant.server_qps}"]
     result = run_valid(tmp_path, "--scenario", scenario, "--backend", variant.backend,
-                       *variant.sets(), *sets)
+                       *variant.sets(), *sets,
+                       records=scenario if variant.id in RECORDED else None)
     assert result.backend == variant.backend
 
 

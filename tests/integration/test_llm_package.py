@@ -111,9 +111,21 @@ def _checks(report: dict[str, object], step: int) -> list[dict[str, object]]:
     return [c for c in checks if c["step"] == step]
 
 
-def test_audit_recomputes_rouge_from_the_full_accuracy_log(packaged: dict[str, Path]) -> None:
-    report = _audit(packaged["bundle"], packaged["pub"])
-    accuracy = _checks(report, 3)
+@pytest.fixture(scope="module")
+def replayed(packaged: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+             ) -> dict[str, object]:
+    """The audit of the honest bundle that also replays the Interactive result: every step
+    it takes without ``--rerun`` (signature, checker, ROUGE recomputed) plus the replay, so
+    one audit serves the tests of both."""
+    # tolerance 0.99: any VALID replay passes, so this never gates on the machine's speed
+    return _audit(packaged["bundle"], packaged["pub"], "--rerun", "Interactive",
+                  "--tolerance", "0.99", "--runs-dir",
+                  str(tmp_path_factory.mktemp("replays")))
+
+
+def test_audit_recomputes_rouge_from_the_full_accuracy_log(replayed: dict[str, object]
+                                                           ) -> None:
+    accuracy = _checks(replayed, 3)
     assert len(accuracy) == 2
     for check in accuracy:
         assert check["passed"], check
@@ -141,13 +153,10 @@ def test_audit_fails_an_edited_accuracy_txt(packaged: dict[str, Path], tmp_path:
     assert checks[f"accuracy of {RESULTS}/Interactive"]["passed"]
 
 
-def test_audit_replays_an_llm_result_by_its_tokens_per_second(packaged: dict[str, Path],
-                                                              tmp_path: Path) -> None:
-    # tolerance 0.99: any VALID replay passes, so this never gates on the machine's speed;
-    # it proves the replay compares tokens/s with tokens/s and reports TTFT/TPOT.
-    report = _audit(packaged["bundle"], packaged["pub"], "--rerun", "Interactive",
-                    "--tolerance", "0.99", "--runs-dir", str(tmp_path / "replays"))
-    replay = next(c for c in _checks(report, 4) if str(c["name"]).startswith("replay of"))
+def test_audit_replays_an_llm_result_by_its_tokens_per_second(replayed: dict[str, object]
+                                                              ) -> None:
+    # The replay compares tokens/s with tokens/s and reports TTFT/TPOT.
+    replay = next(c for c in _checks(replayed, 4) if str(c["name"]).startswith("replay of"))
     evidence = " ".join(replay["evidence"])  # type: ignore[arg-type]
     assert "(completed tokens/s)" in evidence, evidence
     assert "replay TTFT p99" in evidence and "replay TPOT p99" in evidence, evidence
