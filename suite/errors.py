@@ -15,7 +15,7 @@ once and maps it to exit code 1; nothing below the CLI calls ``sys.exit``.
     ├── BackendUnavailable   the backend's packages or hardware are missing
     ├── BackendError         a backend failed to load or predict
     │   ├── TransportError   (suite.llm.endpoint.http_pool) a connection to an LLM server failed
-    │   └── StreamError      (suite.llm.endpoint.sse) one streamed LLM request failed
+    │   └── StreamError      (suite.llm.endpoint.http_pool) one streamed LLM request failed
     ├── RunFailed            a LoadGen test started but did not finish cleanly
     ├── TuneFailed           ``suite tune`` found no VALID setting, or a probe failed
     ├── ProbeFailed          (suite.harness.offline_rate) the warm-up probe's backend call

@@ -197,8 +197,8 @@ def test_a_stop_says_stopping_at_once_and_ends_any_scenario_promptly(
     proc = _long_run_started(runs_dir, scenario)
     status = next(runs_dir.glob("*/STATUS"))
     seconds, seen, stderr = _stop_and_time(proc, signum, status)
-    child = json.loads((status.parent / "performance" / "status.json").read_text()) \
-        if (status.parent / "performance" / "status.json").is_file() else {}
+    # a child the parent had to end gets its status.json from the parent
+    child = json.loads((status.parent / "performance" / "status.json").read_text())
     print(f"{signum.name} {scenario}: exit {proc.returncode} {seconds:.2f} s after the "
           f"signal; the child exited {child.get('exit_after_stop_s')} s after its stop")
     assert proc.returncode == 130, stderr
@@ -208,12 +208,13 @@ def test_a_stop_says_stopping_at_once_and_ends_any_scenario_promptly(
     assert not _no_child_left(runs_dir, within=2.0), "a child outlived the run"
     result = RunResult.load(status.parent / "result.json")
     assert result.status.value == "INTERRUPTED" and result.tests[0].performance is None
-    if child:  # else the parent ended a child held in a native call (its message says so)
+    assert child["status"] == "interrupted", child  # written by the child or, else, the parent
+    if not child.get("written_by", "").startswith("the parent"):
         # The child ended its test itself once the drain had answered (or at its cut),
         # not when LoadGen's schedule or a fixed fallback ran out.
-        assert child["status"] == "interrupted", child
         assert "exit_after_stop_s" in child or child.get("loadgen_returned"), child
-    else:
+    else:  # the parent ended a child held in a native call (its message says so)
+        assert child["exit_code"] == 130 and "was ended" in child["note"], child
         assert "was ended" in result.tests[0].message, result.tests[0].message
     assert seconds < 10, f"{seconds:.1f} s from the signal to the exit"  # a hang fails here
     # The goal, on a quiet machine: every stop within 2 s (reported, not gating, when busy).

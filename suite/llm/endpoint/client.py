@@ -41,9 +41,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from suite.llm.endpoint.http_pool import Pool, TransportError
+from suite.llm.endpoint.http_pool import Pool, StreamError, TransportError
 from suite.llm.endpoint.settings import ClientSettings, Prompt, TokenSource
-from suite.llm.endpoint.sse import SseRequest, StreamError, StreamState, read_event, with_eos
+from suite.llm.endpoint.sse import SseRequest, StreamState, read_event, with_eos
 from suite.llm.endpoint.tool_calls import Finisher
 
 __all__ = ["ClientSettings", "EndpointClient", "StreamError", "StreamState", "TokenSource",

@@ -38,6 +38,12 @@ class TransportError(BackendError):
     """A connection failed; the message is one line, shown as it is."""
 
 
+class StreamError(BackendError):
+    """One request failed; the message names what and is shown as it is. Raised while a
+    response is read (``sse``) and while it is recorded (``tool_calls``); defined here,
+    below both, so neither imports the other for it."""
+
+
 class Exchange(Protocol):
     """One request's side of a connection (what the parser reports, in order)."""
 

@@ -22,9 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from suite.errors import BackendError
 from suite.llm.endpoint import tool_calls
-from suite.llm.endpoint.http_pool import TransportError
+from suite.llm.endpoint.http_pool import StreamError, TransportError
 from suite.llm.endpoint.template import Template, learn
 
 if TYPE_CHECKING:
@@ -35,10 +34,6 @@ MAX_EVENT_BYTES = 1 << 22  # one SSE line: a server that never ends a line is re
 STREAM_TYPE = "text/event-stream"
 TEMPLATES = 8  # templates learned a response at most: an engine whose events all differ
 TEXT_PIECES = 256  # text pieces kept before they are joined: a long output's memory
-
-
-class StreamError(BackendError):
-    """One request failed; the message names what and is shown as it is."""
 
 
 @dataclass

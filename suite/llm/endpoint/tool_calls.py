@@ -82,7 +82,7 @@ class Finisher:
                            assembled(state.tool_calls))
 
     def __call__(self, state: Any) -> tuple[list[int], bytes]:
-        from suite.llm.endpoint.sse import StreamError
+        from suite.llm.endpoint.http_pool import StreamError
 
         engine_count = state.usage if state.usage is not None else state.outputs
         if engine_count > self.cap:

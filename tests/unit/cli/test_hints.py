@@ -85,6 +85,6 @@ def test_the_endpoint_hint_is_a_command_that_parses() -> None:
     command = HINT.split("`")[1]
     argv = shlex.split(command)
     assert argv[:2] == ["suite", "serve"]
-    serve = app.commands["serve"]
+    serve = app.get_command(click.Context(app), "serve")
     assert isinstance(serve, click.Command)
     serve.make_context("serve", argv[2:])  # a usage error raises here

@@ -71,6 +71,8 @@ def _bare_raises(path: Path) -> list[tuple[int, str]]:
                 allowed.add("NotImplementedError")  # an interface a subclass implements
             if node.name == "__getattr__":
                 allowed.add("AttributeError")  # the module/attribute protocol
+            if node.name == "__getitem__":
+                allowed.add("IndexError")  # the sequence protocol: iteration ends on it
         if isinstance(node, ast.Raise) and node.exc is not None:
             exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
             name = getattr(exc, "id", "")

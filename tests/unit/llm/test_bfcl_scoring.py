@@ -36,7 +36,8 @@ from suite.errors import DatasetError
 from suite.llm.card import load_llm_card
 from suite.llm.endpoint import tool_calls
 from suite.llm.endpoint.backend import OpenAIBackend, OpenAIOptions
-from suite.llm.endpoint.sse import StreamError, StreamState, read_event
+from suite.llm.endpoint.http_pool import StreamError
+from suite.llm.endpoint.sse import StreamState, read_event
 from suite.llm.round import bfcl, bfcl_ast, bfcl_score
 from suite.paths import find_paths
 from suite.serve.synthetic_llm import _chat_events
