@@ -211,6 +211,51 @@ def test_a_tampered_accuracy_log_is_caught_by_the_re_score(evidence: Evidence,
     assert "reproduced: no" in accuracy["found"]
 
 
+def _recompressed(path: Path, where: Path) -> Path:
+    """The same rows in another file (gzip pages): another sha256, the same samples."""
+    import warnings
+
+    import pandas as pd
+
+    where.mkdir()
+    with warnings.catch_warnings():  # pandas 3 deprecates the fastparquet engine
+        warnings.filterwarnings("ignore", message=".*fastparquet.*")
+        frame = pd.read_parquet(path)
+        frame.to_parquet(where / path.name, engine="fastparquet", compression="GZIP",
+                         object_encoding={k: "utf8" for k in frame.columns})
+    return where / path.name
+
+
+def test_the_re_score_holds_every_printed_digit(evidence: Evidence, tmp_path: Path) -> None:
+    """The audit's re-score (``reasoning_audit.recompute``) on the packaged tree: as
+    packaged it reproduces; one digit of the breakdown changed (the mAP line kept), or the
+    claim off by 0.01, or an auditor's dataset file other than the run's, each fails."""
+    from suite.llm.card import load_llm_card
+    from suite.llm.reasoning_audit import recompute
+
+    paths = find_paths()
+    card = load_llm_card(paths, "qwen3.6-27b")
+    model = load_rules(paths, "v6.1").models["qwen3.6-27b"]
+    tree = shutil.copytree(evidence.tree, tmp_path / "tree")
+    info = json.loads((tree / "evidence" / RESULT / "run.json").read_text())
+
+    def rescore(claim: float, dataset: Path) -> tuple[bool, str]:
+        passed, shown, _ = recompute(tree, RESULT, info, {"accuracy": claim}, card, model,
+                                     str(dataset), str(evidence.files["model"]))
+        return passed, " ".join(shown)
+
+    assert rescore(48.48, evidence.files["dataset"])[0]
+    passed, shown = rescore(48.49, evidence.files["dataset"])
+    assert not passed and "re-scored mAP 48.48 != signed claim 48.49" in shown
+    other = _recompressed(evidence.files["dataset"], tmp_path / "other")
+    passed, shown = rescore(48.48, other)
+    assert not passed and "the run recorded" in shown, shown
+    txt = tree / RESULT / "accuracy/accuracy.txt"
+    txt.write_text(txt.read_text().replace("'simple_python': 38.46", "'simple_python': 38.47"))
+    passed, shown = rescore(48.48, evidence.files["dataset"])
+    assert not passed and "re-scored subset_scores" in shown and "38.47" in shown, shown
+
+
 @pytest.mark.timing
 def test_the_performance_test_is_valid(evidence: Evidence) -> None:
     """The quick SingleStream run's VALID depends on the machine: INVALID for speed
