@@ -1,10 +1,12 @@
 """qwen3.6-27b end to end through the submission: ONE run (``--mode all``, SingleStream,
 the checker's scenario for the edge benchmark, ``constants.py`` MODEL_CONFIG["v6.1"]) of
 the real CLI and LoadGen against the synthetic engine answering from the BFCL fixture
-(``--chat-answers``), then ``suite package``, ``suite check`` of the official tree,
-``suite verify`` and ``suite audit`` with the re-score from the bundle's accuracy log
-(recorded JSON responses, not int32 ids) by ``bfcl_score``, the scoring the run used;
-and one tampered re-package (every response replaced) caught by the re-score.
+(``--chat-answers``: streamed tool-call deltas, and 400 for a request without the
+sample's tools, ``tool_choice``, seed 42 and temperature 0), then ``suite package``,
+``suite check`` of the official tree, ``suite verify`` and ``suite audit`` with the
+re-score from the bundle's accuracy log (recorded JSON responses, not int32 ids) by
+``bfcl_score``, the scoring the run used; and one tampered re-package (every response
+replaced) caught by the re-score.
 
 The expected figure is what the reference's scorer printed on the same responses
 (``bfcl_fixtures.REFERENCE_BREAKDOWN``: overall 48.48; how it was run:
@@ -115,6 +117,12 @@ def test_the_run_scores_as_the_reference(evidence: Evidence) -> None:
     assert lines[0] == "mAP=48.48"
     record = ast.literal_eval(lines[1])
     assert {k: record[k] for k in fx.REFERENCE_BREAKDOWN} == fx.REFERENCE_BREAKDOWN
+    accuracy = RunResult.load(run_dir / "result.json").tests[1]
+    assert accuracy.accuracy is not None and accuracy.accuracy.metric == "mAP"
+    assert accuracy.accuracy.value == 48.48 and accuracy.status.value == "INVALID"
+    assert "mAP: 48.48 >= 85.3677: FAILED" in accuracy.message
+    # every response ended as the engine said: 28 with tool calls, 5 with text
+    assert accuracy.backend["run"]["finish_reasons"] == {"tool_calls": 28, "stop": 5}
 
 
 def test_the_tree_holds_the_official_accuracy_files(evidence: Evidence) -> None:
