@@ -3,7 +3,8 @@ full accuracy log (``suite audit`` step 3 calls it). tinylm's dataset ships with
 a round model's (llama3.1-8b, llama2-70b) is the auditor's copy of the official file
 (``--dataset-path``, ``--model-path``), whose sha256 must equal the one the run recorded
 and the bundle signed, and is scored as the round's evaluation scores it (a reasoning
-card's exact_match, and its TEST07/TEST09 verdicts: ``reasoning_audit``).
+card's exact_match, and its TEST07/TEST09 verdicts; qwen3.6-27b's BFCL mAP from its log of
+recorded responses: ``reasoning_audit``).
 
 Two verdicts, said apart: *reproduced* (the recomputed figures equal accuracy.txt's and the
 signed claim: the step's pass) and *target met* (the recomputed figures against the round's

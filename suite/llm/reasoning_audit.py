@@ -1,6 +1,9 @@
 """The audit of a reasoning card's result (deepseek-r1, gpt-oss-120b): its exact_match
 re-scored from the bundle's full accuracy log as the reference scores it, and its TEST07
-and TEST09 verdicts re-derived from their own full logs (``suite audit`` step 3).
+and TEST09 verdicts re-derived from their own full logs (``suite audit`` step 3); and of
+the tool-calling card's (qwen3.6-27b, ``evaluation = "bfcl-v4"``): its log of recorded
+JSON responses re-scored by ``bfcl_score`` (the scoring the run used), its ``mAP=`` line
+and breakdown compared as the reasoning cards' are (it has no compliance test).
 
 The re-score needs what a bundle does not carry: the auditor's copy of the official
 dataset file (its sha256 must be the one the run recorded and the bundle signed), the
@@ -82,27 +85,34 @@ def recompute(tree: Path, result: str, info: dict[str, Any], claim: dict[str, An
     if recorded != dataset.sha256:
         problems.append(f"dataset {dataset.path} has sha256 {dataset.sha256}; the run "
                         f"recorded {recorded or 'none'}")
-    rescored = reasoning_log.rescore(log, dataset, card.accuracy)
-    line = reasoning.printed(rescored, reasoning_log.flavor_of(card.accuracy))
+    if card.accuracy.evaluation == "bfcl-v4":  # recorded responses, scored as the run did
+        from suite.llm.round import bfcl_score
+
+        rescored, metric = bfcl_score.rescore(log, dataset), "mAP"
+        line, shown = bfcl_score.printed(rescored), rescored
+    else:
+        rescored, metric = reasoning_log.rescore(log, dataset, card.accuracy), "exact_match"
+        line = reasoning.printed(rescored, reasoning_log.flavor_of(card.accuracy))
+        shown = reasoning_log.shown(rescored)
     actual_hash, stated_hash = hashlib.sha256(log.read_bytes()).hexdigest(), \
         _hash_line(accuracy_txt)
     if actual_hash != stated_hash:
         problems.append(f"accuracy log sha256 {actual_hash} != accuracy.txt hash {stated_hash}")
     if lines[0] != line:
         problems.append(f"re-scored line {line} != accuracy.txt's {lines[0]}")
-    for key, value in reasoning_log.shown(rescored).items():
+    for key, value in shown.items():
         if stated.get(key) != value:
             problems.append(f"re-scored {key} {value} != accuracy.txt {stated.get(key)}")
-    value = float(rescored["exact_match"])
+    value = float(rescored[metric])
     claimed = claim.get("accuracy")
     if claimed is None or abs(value - float(claimed)) > 0.00005:
-        problems.append(f"re-scored exact_match {value} != signed claim {claimed}")
+        problems.append(f"re-scored {metric} {value} != signed claim {claimed}")
     met, target_lines = scoring.verdict(rescored, model.targets, model.upper_limits)
     verdict = f"reproduced: {'no' if problems else 'yes'}; target met: {'yes' if met else 'no'}"
-    evidence = [f"re-scored from the full log ({rescored['num-samples']} samples) as the "
+    evidence = [f"re-scored from the full log ({rescored['gen_num']} samples) as the "
                 f"reference scores it: {line}", f"accuracy.txt says {lines[0]}, the signed "
-                f"claim exact_match {claimed}", *problems, f"{verdict} ({'; '.join(target_lines)})"]
-    return not problems, evidence, f"exact_match {value} ({verdict})"
+                f"claim {metric} {claimed}", *problems, f"{verdict} ({'; '.join(target_lines)})"]
+    return not problems, evidence, f"{metric} {value} ({verdict})"
 
 
 def compliance_checks(tree: Path, result: str, card: LLMCard, model: ModelRules,

@@ -280,9 +280,22 @@ def score_log(test_dir: Path, dataset: LLMDataset, targets: dict[str, float],
     log's hash (the shape of ``reasoning_log.score_log``); writes ``accuracy.txt``."""
     from suite.llm.round import scoring
 
+    log = test_dir / ACCURACY_LOG
+    result = rescore(log, dataset)
+    passed, lines = scoring.verdict(result, targets, upper_limits)
+    digest = sha256_file(log)
+    (test_dir / ACCURACY_TXT).write_text(
+        f"{printed(result)}\n{result!r}\nhash={digest}\n", encoding="utf-8")
+    return result, passed, lines, digest
+
+
+def rescore(log: Path, dataset: LLMDataset) -> dict[str, Any]:
+    """The result dict of an accuracy log of recorded responses over ``dataset`` (its
+    subsets, answers and functions): the reference's breakdown, ``mAP`` (the checker's
+    name of overall_accuracy), ``gen_num`` and the README's band. The run scores with it,
+    and the audit re-scores a bundle's log with it (``suite.llm.reasoning_audit``)."""
     if dataset.subsets is None:
         raise DatasetError(f"{dataset.path}: not a BFCL dataset", hint="check the card")
-    log = test_dir / ACCURACY_LOG
     texts = log_texts(log, len(dataset.subsets))
     result: dict[str, Any] = score(texts, dataset.references, dataset.subsets,
                                    [s.func_description for s in dataset.bfcl])
@@ -290,8 +303,9 @@ def score_log(test_dir: Path, dataset: LLMDataset, targets: dict[str, float],
     result["gen_num"] = result["total_samples"]
     result["readme_gate"] = {k: f"{result[k]} >= {v}: {'met' if result[k] >= v else 'not met'}"
                              for k, v in README_GATE.items()}
-    passed, lines = scoring.verdict(result, targets, upper_limits)
-    digest = sha256_file(log)
-    (test_dir / ACCURACY_TXT).write_text(
-        f"mAP={result['mAP']}\n{result!r}\nhash={digest}\n", encoding="utf-8")
-    return result, passed, lines, digest
+    return result
+
+
+def printed(result: dict[str, Any]) -> str:
+    """accuracy.txt's first line: what the checker's ``ACC_PATTERN["mAP"]`` reads."""
+    return f"mAP={result['mAP']}"
