@@ -46,7 +46,7 @@ from tests.conftest import run_cli
 from tests.support import reasoning_fixtures as fx
 from tests.support.llm_endpoints import synthetic
 from tests.support.submission_fixtures import SYSTEM_TOML, env
-from tests.support.timing import invalid_only_by_timing, timing_assert
+from tests.support.timing import performance_valid_or_timing
 
 #: the fixture rows each card runs (deepseek-r1's 31 loops, gpt-oss-120b's 23 sleeps:
 #: the reference waits on both), and the compliance tests the round requires
@@ -291,11 +291,4 @@ def a_tampered_accuracy_log_is_caught_by_the_re_score(evidence: Evidence,
 def the_performance_test_is_valid(evidence: Evidence) -> None:
     """The quick Offline run's VALID depends on the machine (it can end before its
     minimum duration on a busy one): INVALID for speed alone is a reported timing miss."""
-    result = RunResult.load(evidence.run_dir("all") / "result.json")
-    performance = result.tests[0]
-    assert performance.mode == "performance"
-    alone = result.model_copy(update={"tests": [performance], "status": performance.status,
-                                      "compliance": None})
-    speed = invalid_only_by_timing([alone])
-    timing_assert(not speed, "; ".join(speed))
-    assert performance.status.value == "VALID"
+    performance_valid_or_timing(RunResult.load(evidence.run_dir("all") / "result.json"))
