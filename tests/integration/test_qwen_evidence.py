@@ -35,6 +35,7 @@ from suite.results import RunResult
 from tests.conftest import run_cli
 from tests.support import bfcl_fixtures as fx
 from tests.support.llm_endpoints import synthetic
+from tests.support.reasoning_evidence import package
 from tests.support.reasoning_fixtures import write_harmony_tokenizer
 from tests.support.submission_fixtures import SYSTEM_TOML, env
 from tests.support.timing import performance_valid_or_timing
@@ -63,14 +64,6 @@ class Evidence:
     @property
     def pub(self) -> Path:
         return self.base / "keys/signing.pub"
-
-
-def _package(runs: Path, out: Path, base: Path) -> Path:
-    done = run_cli("package", "--submitter", "ORG", "--system", "box", "--runs-dir",
-                   str(runs), "--out-dir", str(out), "--key", str(base / "keys/signing.key"),
-                   "--unofficial", "--system-config", str(base / "system.toml"), **env())
-    assert done.returncode == 0, done.stdout + done.stderr
-    return out / "closed_ORG_box.tar.gz"
 
 
 def _audit(files: dict[str, Path], bundle: Path, pub: Path) -> dict[str, Any]:
@@ -104,7 +97,7 @@ def evidence(tmp_path_factory: pytest.TempPathFactory) -> Evidence:
                        url, "--dataset-path", str(files["dataset"]), "--model-path",
                        str(files["model"]), "--quick", "--runs-dir", str(runs),
                        "--scenario", "singlestream", "--mode", "all", *STATED, timeout=300)
-    bundle = _package(runs, base / "out", base)
+    bundle = package(runs, base / "out", base)
     return Evidence(files, runs, base, done.returncode, done.stdout + done.stderr,
                     base / "out/closed_ORG_box", bundle,
                     _audit(files, bundle, base / "keys/signing.pub"))
@@ -210,7 +203,7 @@ def test_a_tampered_accuracy_log_is_caught_by_the_re_score(evidence: Evidence,
     for entry in entries:
         entry["data"] = json.dumps(empty).encode().hex().upper()
     log.write_text(json.dumps(entries))
-    report = _audit(evidence.files, _package(runs, tmp_path / "out", evidence.base),
+    report = _audit(evidence.files, package(runs, tmp_path / "out", evidence.base),
                     evidence.pub)
     accuracy = _accuracy_check(report)
     assert not accuracy["passed"], accuracy

@@ -97,7 +97,9 @@ class Evidence:
         self.done[what] = (done.returncode, done.stdout + done.stderr, run_dir)
 
 
-def _package(runs: Path, out: Path, base: Path) -> Path:
+def package(runs: Path, out: Path, base: Path) -> Path:
+    """``suite package --unofficial`` of ``runs`` with the keys and system file in ``base``
+    (the evidence modules' one packaging call)."""
     done = run_cli("package", "--submitter", "ORG", "--system", "box", "--runs-dir",
                    str(runs), "--out-dir", str(out), "--key", str(base / "keys/signing.key"),
                    "--unofficial", "--system-config", str(base / "system.toml"), **env())
@@ -146,7 +148,7 @@ def build(card: str, base: Path) -> Evidence:
             dataset = fx.build_perf_set(base / "perf", files["model"], len(ROWS[card])) \
                 if test == "TEST09" else files["dataset"]
             ev.run(test, url, dataset, "--compliance", test)
-    assert _package(runs, base / "out", base) == ev.bundle
+    assert package(runs, base / "out", base) == ev.bundle
     ev.audit = _audit(ev, ev.bundle)
     return ev
 
@@ -280,7 +282,7 @@ def a_tampered_accuracy_log_is_caught_by_the_re_score(evidence: Evidence,
     for entry in entries:
         entry["data"] = struct.pack(f"<{len(ids)}i", *ids).hex().upper()
     log.write_text(json.dumps(entries))
-    report = _audit(evidence, _package(runs, tmp_path / "out", evidence.base))
+    report = _audit(evidence, package(runs, tmp_path / "out", evidence.base))
     accuracy = _check(report, f"accuracy of {evidence.result}")
     assert not accuracy["passed"], accuracy
     shown = " ".join(accuracy["evidence"])
