@@ -52,6 +52,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
+from bench_task_wide import wide_cache  # noqa: E402
 
 from suite.api import run  # noqa: E402
 from suite.config.loader import ConfigRequest  # noqa: E402
@@ -177,7 +178,7 @@ def sweep(model: Path, staged: dict[str, Any], seconds: float,
 
 
 def ours_run(benchmark: str, setting: tuple[int, int], batch: int, rate: float,
-             seconds: float, runs_dir: Path) -> tuple[float, Path]:
+             seconds: float, runs_dir: Path, extra: list[str]) -> tuple[float, Path]:
     """Our Offline samples/s (LoadGen's) at one setting, and the run's test directory."""
     workers, threads = setting
     result = run(ConfigRequest(
@@ -185,7 +186,7 @@ def ours_run(benchmark: str, setting: tuple[int, int], batch: int, rate: float,
         sets=[f"sut.max_batch_size={batch}", f"sut.workers={workers}",
               f"backend.onnxruntime.intra_op_threads={threads}",
               f"loadgen.min_duration_ms={int(seconds * 1000)}",
-              f"loadgen.expected_qps={rate:.0f}", "loadgen.min_query_count=1"]))
+              f"loadgen.expected_qps={rate:.0f}", "loadgen.min_query_count=1", *extra]))
     test = result.tests[0]
     value = test.performance.metric_value if test.performance else 0.0
     return float(value or 0.0), Path(test.directory)
@@ -210,21 +211,34 @@ def plain_run(test_dir: Path, model: Path, arrays: Path, setting: tuple[int, int
 
 
 def one_round(benchmark: str, model: Path, staged: dict[str, Any], arrays: Path,
-              batch: int, rate: float, seconds: float, task: Any, tmp: Path) -> dict[str, Any]:
-    """Ours, plain and raw at each setting, interleaved; raw + responses at raw's best."""
+              batch: int, rate: float, seconds: float, task: Any, tmp: Path,
+              extra: list[str], turn: int, last: list[Path]) -> dict[str, Any]:
+    """Ours, plain and raw at each setting, interleaved; raw + responses at raw's best.
+    The three sides take turns going first (``turn``: the round's number), so a load
+    that rises or falls within a setting's three runs favours none of them; the plain
+    harness and the raw loop take the query of our latest run (``last``), which every
+    run of the invocation shares (the same expected_qps and duration)."""
     load = os.getloadavg()
     sides: dict[str, dict[str, float]] = {"ours": {}, "plain": {}, "raw": {}}
-    count = 0
-    for setting in SETTINGS:
+    for number, setting in enumerate(SETTINGS):
         name = setting_name(*setting)
-        sides["ours"][name], test_dir = ours_run(benchmark, setting, batch, rate, seconds,
-                                                 tmp / "runs")
-        plain_dir = tmp / "plain" / f"{time.time_ns()}"
-        sides["plain"][name] = plain_run(test_dir, model, arrays, setting, batch, plain_dir)
-        count = int(detail(test_dir, "effective_samples_per_query"))
-        sides["raw"][name] = raw_rate(model, staged, setting, batch, count=count)
-    best = {side: max(rates, key=lambda k, r=rates: r[k]) for side, rates in sides.items()}
+        order = ("ours", "plain", "raw")[(turn + number) % 3:] + (
+            "ours", "plain", "raw")[:(turn + number) % 3]
+        for side in order if last else ("ours", "plain", "raw"):
+            if side == "ours":
+                sides["ours"][name], test_dir = ours_run(
+                    benchmark, setting, batch, rate, seconds, tmp / "runs", extra)
+                last[:] = [test_dir]
+            elif side == "plain":
+                sides["plain"][name] = plain_run(last[0], model, arrays, setting, batch,
+                                                 tmp / "plain" / f"{time.time_ns()}")
+            else:
+                count = int(detail(last[0], "effective_samples_per_query"))
+                sides["raw"][name] = raw_rate(model, staged, setting, batch, count=count)
+    count = int(detail(last[0], "effective_samples_per_query"))
+    best = {side: max(rates, key=rates.__getitem__) for side, rates in sides.items()}
     raw_setting = SETTINGS[[setting_name(*s) for s in SETTINGS].index(best["raw"])]
+    # (the wide model's outputs are not the stand-in's: its responses still cost the same)
     with_task = raw_rate(model, staged, raw_setting, batch, count=count, task=task)
     ours, plain, raw = (sides[side][best[side]] for side in ("ours", "plain", "raw"))
     return {"load_average": [round(x, 2) for x in load + os.getloadavg()], "batch": batch,
@@ -243,6 +257,9 @@ def main() -> int:
                         "the toy task in a temporary home)")
     parser.add_argument("--seconds", type=float, default=3.0, help="per measurement")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--wide", type=int, default=0, metavar="WIDTH", help=(
+        "measure a wider model with the stand-in's I/O contract (bench_task_wide.py: "
+        "layers of WIDTH after each [batch, F] output; bert) instead of the stand-in's"))
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -258,6 +275,10 @@ def main() -> int:
         paths = find_paths()
         task = load_task(load_card(paths, card_name(benchmark)))
         model, staged = staged_inputs(paths, benchmark, task)
+        extra: list[str] = []
+        if args.wide:
+            model = wide_cache(model.parent, tmp / "cache", args.wide)
+            extra = [f"data.cache_dir={tmp / 'cache'}"]
         arrays = tmp / "arrays.npz"
         np.savez(arrays, **staged)
         # a model with a fixed batch axis (yolo's static 640 export: batch 1) runs only that
@@ -266,10 +287,12 @@ def main() -> int:
         first = onnxruntime.InferenceSession(str(model)).get_inputs()[0].shape[0]
         batches = (first,) if isinstance(first, int) and first > 0 else BATCHES
         swept = sweep(model, staged, args.seconds, batches)
+        last: list[Path] = []
         rounds = [one_round(benchmark, model, staged, arrays, swept["best_batch"],
-                            swept["best_rate"], args.seconds, task, tmp)
-                  for _ in range(args.repeats)]
-    report = {"benchmark": benchmark, "seconds": args.seconds, "sweep": swept,
+                            swept["best_rate"], args.seconds, task, tmp, extra, turn, last)
+                  for turn in range(args.repeats)]
+    report = {"benchmark": benchmark, "seconds": args.seconds, "wide": args.wide,
+              "sweep": swept,
               "rounds": rounds,
               "medians": {r: statistics.median(x[r] for x in rounds) for r in RATIOS},
               "note": "ours and plain: LoadGen's Offline samples/s (ours: suite run "
@@ -277,7 +300,8 @@ def main() -> int:
                       "InferenceSession.run in a plain loop over the same staged inputs and "
                       "sample count (raw_with_responses: plus the task's response bytes)"}
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"bench_tasks_{benchmark}_{time.strftime('%Y%m%dT%H%M%SZ')}.json"
+    label = f"{benchmark}-wide{args.wide}" if args.wide else benchmark
+    path = args.out / f"bench_tasks_{label}_{time.strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(f"sweep: batch {swept['best_batch']} ({swept['best']}, "
           f"{swept['best_rate']:,.0f} samples/s)")
@@ -287,7 +311,7 @@ def main() -> int:
             for side in ("raw", "plain", "ours")) +
             f", raw + responses {item['raw_with_responses']:,.0f}; " + ", ".join(
             f"{r} {item[r]:.3f}" for r in RATIOS))
-    print(f"{benchmark} Offline, medians of {len(rounds)} rounds: " + ", ".join(
+    print(f"{label} Offline, medians of {len(rounds)} rounds: " + ", ".join(
         f"{r} {v:.3f}" for r, v in report["medians"].items()) +
         f" (target ours/raw >= 0.95); written: {path}")
     return 0
