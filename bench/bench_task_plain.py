@@ -56,6 +56,7 @@ def main() -> int:
     staged: dict[str, Any] = {}
     slot_of = np.full(spec["qsl_total"], -1, np.int64)
     count = [0]
+    batches = {"sliced": 0, "taken": 0}  # how the batches were fed (written to OUTDIR)
 
     def load(indices: list[int]) -> None:
         order = np.asarray(indices, np.int64)
@@ -72,8 +73,10 @@ def main() -> int:
             first, steps = int(these[0]), np.diff(these)
             if first + k <= rows and ((steps == 1) | (steps == 1 - count[0])).all():
                 feed = {name: array[first:first + k] for name, array in staged.items()}
+                batches["sliced"] += 1
             else:
                 feed = {name: np.take(array, these, axis=0) for name, array in staged.items()}
+                batches["taken"] += 1
             out = sess.run(outputs, feed)[0]
             base, stride = out.ctypes.data, out.strides[0]
             lg.QuerySamplesComplete(list(map(
@@ -117,6 +120,7 @@ def main() -> int:
     finally:
         lg.DestroyQSL(qsl)
         lg.DestroyFastSUT(sut)
+    (Path(outdir) / "plain_batches.json").write_text(json.dumps(batches) + "\n")
     return 0
 
 
