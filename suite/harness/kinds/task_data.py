@@ -25,6 +25,7 @@ before any ``load``) stands for sample 0's inputs in the per-sample form.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from typing import Any, overload
@@ -119,7 +120,7 @@ class ReusedBuffer(threading.local):
 
     def __call__(self, shape: tuple[int, ...], dtype: Any) -> npt.NDArray[Any]:
         kind = np.dtype(dtype)
-        nbytes = int(np.prod(shape)) * kind.itemsize
+        nbytes = math.prod(shape) * kind.itemsize  # (np.prod: a ufunc reduction per batch)
         if nbytes > len(self.buffer):
             self.buffer = np.empty(max(nbytes, 2 * len(self.buffer)), np.uint8)
         view: npt.NDArray[Any] = self.buffer[:nbytes].view(kind).reshape(shape)
