@@ -158,13 +158,16 @@ class Packed(Sequence[bytes]):
     ``payload[offsets[k]:offsets[k + 1]]``. LoadGen's completion points into it, so no
     bytes object is made per sample (indexing makes one, for tests and the fallbacks)."""
 
-    def __init__(self, payload: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]) -> None:
+    def __init__(self, payload: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64],
+                 row_bytes: int | None = None) -> None:
         self.payload, self.offsets = np.ascontiguousarray(payload).reshape(-1), offsets
-        sizes = np.diff(offsets)
+        if row_bytes is None:  # else the caller knows (``pack_rows``): no numpy per batch
+            sizes = np.diff(offsets)
+            row_bytes = int(sizes[0]) if len(sizes) and offsets[0] == 0 and (
+                sizes == sizes[0]).all() else 0
         #: Every sample's size where the samples are equal-sized rows from the payload's
         #: start (sample ``k`` at ``k * row_bytes``), else 0.
-        self.row_bytes = int(sizes[0]) if len(sizes) and offsets[0] == 0 and (
-            sizes == sizes[0]).all() else 0
+        self.row_bytes = row_bytes
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -188,7 +191,8 @@ def pack_rows(rows: npt.NDArray[Any]) -> Packed:
     rows = np.ascontiguousarray(rows)
     n = len(rows)
     size = rows.nbytes // n if n else 0
-    return Packed(rows.reshape(-1).view(np.uint8), np.arange(n + 1, dtype=np.int64) * size)
+    return Packed(rows.reshape(-1).view(np.uint8), np.arange(n + 1, dtype=np.int64) * size,
+                  size)
 
 
 def pack_parts(parts: Sequence[npt.NDArray[Any]]) -> Packed:

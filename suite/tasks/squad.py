@@ -212,10 +212,13 @@ class SquadTask:
         return np.ascontiguousarray(logits, dtype=np.float32).tobytes()
 
     def pack(self, indices: Sequence[int], outputs: Arrays, out: Scratch) -> Packed:
-        """``response`` of a whole batch at once: the same bytes, one stack into ``out``."""
+        """``response`` of a whole batch at once: the same bytes, interleaved into ``out``
+        by two strided assignments (``np.stack(..., out=)`` took 1.4-3x as long per
+        sample at batches of 1-128, measured on the 2-core machine)."""
         start, end = outputs[OUTPUTS[0]], outputs[OUTPUTS[1]]
         logits = out((*start.shape, 2), np.float32)
-        np.stack([start, end], axis=-1, out=logits)
+        logits[..., 0] = start
+        logits[..., 1] = end
         return pack_rows(logits)
 
     def score(self, data: Any, responses: Mapping[int, bytes]) -> TaskScore:

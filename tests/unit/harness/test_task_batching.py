@@ -66,6 +66,10 @@ def test_batches_in_load_order_are_slices_even_across_the_end(
     np.testing.assert_array_equal(stacked["x"], dataset.data.x[order])
     np.testing.assert_array_equal(stacked["mask"], dataset.data.mask[order])
     np.testing.assert_array_equal(_staged(dataset)["x"], dataset.data.x[[5, 3, 7, 1]])
+    # QSL indices of another integer type: the same slices
+    narrow = dataset.samples(dataset.gather(np.array(order, np.int32), buffer)).stacked()
+    assert narrow is not None and np.shares_memory(narrow["x"], dataset._fields["x"])
+    np.testing.assert_array_equal(narrow["x"], dataset.data.x[order])
 
 
 def test_other_batches_are_taken_into_the_workers_buffer(
@@ -95,6 +99,8 @@ def test_one_sample_is_a_view_and_an_unloaded_one_an_error(
     assert one.indices() == [6] and one[0]["x"].tolist() == dataset.data.x[6].tolist()
     with pytest.raises(DatasetError, match="not loaded"):
         dataset.gather(np.array([2, 4]), buffer)
+    with pytest.raises(DatasetError, match="not loaded"):  # the first one unloaded
+        dataset.gather(np.array([4, 2]), buffer)
     with pytest.raises(DatasetError, match="not loaded"):
         dataset.sample(4)
 
