@@ -76,6 +76,7 @@ test-fast: $(VENV)/.dev
 bench: $(VENV)/.dev
 	$(PY) bench/bench_harness.py $(ARGS)
 	$(PY) bench/bench_tasks.py --benchmark bert-99
+	$(PY) bench/bench_tasks.py --benchmark bert-99 --wide 4096
 	$(PY) bench/bench_tasks.py --benchmark yolo-95
 	$(PY) bench/bench_task_phases.py --benchmark bert-99
 	$(PY) bench/bench_task_phases.py --benchmark yolo-95 --batch 1 --rounds 40
