@@ -37,6 +37,9 @@ SHARED: dict[str, tuple[str, ...]] = {
     # tests.support.tinylm_runs: tinylm's quick Offline, Server and Interactive runs
     "tinylm_runs": ("tests/integration/test_llm_package.py",
                     "tests/integration/test_llm_loadgen.py"),
+    # tests.support.stand_in_runs: each task card's Offline stand-in run (--mode all)
+    "stand_in_offline": ("tests/integration/test_task_torch.py",
+                         "tests/integration/test_audit_tasks.py"),
     # tests.support.submission_fixtures: two quick digits runs, a key, a packaged tree
     "built": ("tests/integration/test_audit_trust.py",
               "tests/integration/test_checker_rules.py",
