@@ -37,6 +37,12 @@ SHARED: dict[str, tuple[str, ...]] = {
     # tests.support.tinylm_runs: tinylm's quick Offline, Server and Interactive runs
     "tinylm_runs": ("tests/integration/test_llm_package.py",
                     "tests/integration/test_llm_loadgen.py"),
+    # tests.support.html_pages: the HTML report of three real runs and tune probes
+    "reported": ("tests/integration/test_html_report.py",
+                 "tests/integration/test_html_report_page.py"),
+    # tests.support.round_trees: the generated v6.0 and v6.1 submission trees
+    "trees": ("tests/integration/test_checker_round_tree.py",
+              "tests/unit/checker/test_round_tree.py"),
     # tests.support.stand_in_runs: each task card's Offline stand-in run (--mode all)
     "stand_in_offline": ("tests/integration/test_task_torch.py",
                          "tests/integration/test_audit_tasks.py"),
