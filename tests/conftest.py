@@ -23,10 +23,12 @@ REPO = Path(__file__).resolve().parent.parent
 # tests/unit/core/test_timing_marker.py can run it on tests of its own with pytester.
 # tests.support.xdist_scopes keeps a module's tests on one xdist worker when they share a
 # module- or session-scoped fixture (make test's -n 2), so the fixture is built once;
-# tests.support.tinylm_runs holds tinylm's runs, which the LLM integration modules share.
+# tests.support.tinylm_runs holds tinylm's runs, which the LLM integration modules share;
+# tests.support.stand_in_runs each task card's Offline stand-in run (torch test, audit).
 pytest_plugins = ["tests.support.backend_variants", "tests.support.round_trees",
                   "tests.support.html_pages", "tests.support.timing",
-                  "tests.support.xdist_scopes", "tests.support.tinylm_runs", "pytester"]
+                  "tests.support.xdist_scopes", "tests.support.tinylm_runs",
+                  "tests.support.stand_in_runs", "pytester"]
 
 # The user's config directory (tuned settings, default keys) is the test session's own:
 # settings `suite tune` wrote on this machine must not change what a test run does.

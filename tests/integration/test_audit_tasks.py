@@ -3,17 +3,21 @@ bundle (``--unofficial``: a stand-in is never a result; the open division, as it
 records) is re-scored from its full accuracy logs by each card's task, with the stand-in
 written again in the auditor's own cache; a tampered accuracy log is caught, with its
 ``hash=`` line left as it was and with the line forged to match. Real LoadGen runs, real
-Ed25519 signatures."""
+Ed25519 signatures. The two runs are the session's Offline stand-in runs of bert and yolo
+(``tests/support/stand_in_runs.py``, asserted VALID and scored in ``test_task_torch.py``),
+copied into a runs directory of their own."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
+from tests.support.stand_in_runs import StandInRun, copy_into
 from tests.support.submission_fixtures import SYSTEM_TOML
 
 PASS = {"SUITE_KEY_PASSPHRASE": "audit-test-passphrase"}
@@ -21,14 +25,14 @@ RUNS = (("bert-99", "v6.1"), ("yolo-95", "v6.1"))
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def bundle(tmp_path_factory: pytest.TempPathFactory,
+           stand_in_offline: Callable[[str, str], StandInRun]) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("audit_tasks")
-    runs, keys, out = base / "runs", base / "keys", base / "submissions"
-    for benchmark, round_name in RUNS:
-        proc = run_cli("run", "--benchmark", benchmark, "--round", round_name, "--stand-in",
-                       "--scenario", "offline", "--mode", "all", "--runs-dir", str(runs),
-                       timeout=600)
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    keys, out = base / "keys", base / "submissions"
+    made = [stand_in_offline(round_name, benchmark) for benchmark, round_name in RUNS]
+    for run in made:
+        assert run.done.returncode == 0, run.done.stdout[-2000:] + run.done.stderr[-2000:]
+    runs = copy_into(base / "runs", *made)
     assert run_cli("keygen", "--out", str(keys), **PASS).returncode == 0
     (base / "system.toml").write_text(SYSTEM_TOML)
     proc = run_cli("package", "--submitter", "Acme", "--system", "box1", "--unofficial",

@@ -12,7 +12,7 @@ import pytest
 from suite.logs import parse_detail_log
 from suite.paths import find_paths
 from suite.results import RunResult
-from tests.conftest import only_run_dir, run_cli
+from tests.conftest import only_run_dir, run_cli, speed_free_offline
 
 # LoadGen's own metric and verdict in result.json and the table, and the records beside the
 # logs, for each scenario on the null and onnxruntime backends: checked on the runs of
@@ -74,9 +74,11 @@ def test_a_stray_audit_config_cannot_change_a_run(runs_dir: Path, tmp_path: Path
     start.mkdir()
     (start / "audit.config").write_text(
         "*.*.performance_issue_same = 1\n*.*.min_query_count = 4242\n")
+    # A fixed sample count (speed_free_offline): sized from the warm-up rate, the null
+    # backend's query held millions of samples; 100000 is not the planted 4242 either.
     proc = subprocess.run(
         [sys.executable, "-m", "suite", "run", "--scenario", "offline", "--backend", "null",
-         "--quick", "--runs-dir", str(runs_dir)],
+         "--quick", "--runs-dir", str(runs_dir), *speed_free_offline()],
         cwd=start, env=cli_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 2), proc.stderr
     log = parse_detail_log(only_run_dir(runs_dir) / "performance" / "mlperf_log_detail.txt")

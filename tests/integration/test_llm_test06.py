@@ -3,6 +3,7 @@ different first token, or more tokens than it produced, fails with the official 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,15 @@ def _test06(tmp: Path, scenario: str, backend: str = "torch-llm") -> tuple[RunRe
     return result, verify.read_text(encoding="utf-8")
 
 
-def test_honest_sut_passes(tmp_path: Path) -> None:
-    result, text = _test06(tmp_path, "server")
+@pytest.fixture(scope="module")
+def honest(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, str]:
+    """The honest SUT's Server TEST06 run, made once: the pass test reads it, the packaging
+    test edits a copy of it."""
+    return _test06(tmp_path_factory.mktemp("test06-honest"), "server")
+
+
+def test_honest_sut_passes(honest: tuple[RunResult, str]) -> None:
+    result, text = honest
     assert text.splitlines() == ["First token check pass: True", "EOS check pass: True",
                                  "Sample length check pass: True",
                                  "TEST06 verification complete"]
@@ -48,15 +56,17 @@ def test_an_inflated_token_count_fails(tmp_path: Path) -> None:
 
 
 
-def test_packaging_recomputes_test06_from_the_log_not_the_text(tmp_path: Path) -> None:
+def test_packaging_recomputes_test06_from_the_log_not_the_text(
+        honest: tuple[RunResult, str], tmp_path: Path) -> None:
     # Issue 39: an emptied TEST06 accuracy log beside a verify_accuracy.txt (and record)
     # that claim a pass was packaged with "PASS"; the packager recomputes the verdict.
     from suite.paths import find_paths
     from suite.submission.compliance_tree import as_recorded as _as_recorded
     from suite.submission.safety import PackageError
 
-    result, _ = _test06(tmp_path, "server")
-    run_dir = Path(result.run_dir)
+    result, _ = honest
+    run_dir = tmp_path / "run"  # a copy: the shared run stays as recorded
+    shutil.copytree(result.run_dir, run_dir)
     _as_recorded(result, run_dir, find_paths())  # the honest run packages
     (run_dir / "TEST06" / "mlperf_log_accuracy.json").write_text("[]\n")
     with pytest.raises(PackageError, match="TEST06 recomputed from this log does not pass"):

@@ -19,7 +19,7 @@ from suite.harness import run as harness_run
 from suite.harness import runner
 from suite.models import Kind, card_kind
 from suite.paths import find_paths
-from tests.conftest import run_cli
+from tests.conftest import run_cli, speed_free_offline
 from tests.integration.test_lifecycle import _fill, _tmpfs
 
 #: (benchmark, backend) of each kind: the cheapest card and its in-process backend.
@@ -28,6 +28,10 @@ KINDS = {
     Kind.TEXT_GENERATION: ("tinylm", "torch-llm"),
 }
 RECORDS = ("STATUS", "config.json", "system.json", "dataset.json", "result.json")
+#: What each kind's quick run adds: the null backend's Offline query at a fixed sample
+#: count and no minimum duration (sized from its warm-up rate, millions of samples, it
+#: lasted 10-25 s on a busy machine; none of these tests looks at the count).
+QUICK = {Kind.TENSOR: speed_free_offline(), Kind.TEXT_GENERATION: []}
 
 
 def _kind_params() -> list[object]:
@@ -52,7 +56,7 @@ def test_two_runs_write_the_same_records_and_diff_cleanly(kind: Kind, tmp_path: 
     runs = tmp_path / "runs"
     for sets in ((), ("--set", "loadgen.performance_sample_count=8")):
         done = run_cli("run", "--benchmark", benchmark, "--backend", backend, "--quick",
-                       "--runs-dir", str(runs), *sets)
+                       "--runs-dir", str(runs), *QUICK[kind], *sets)
         assert done.returncode in (0, 2), done.stdout + done.stderr
         assert "pre-flight: predicted" in done.stderr + done.stdout  # the linter ran
     first, second = sorted(p for p in runs.iterdir() if p.is_dir())
@@ -96,7 +100,7 @@ def test_a_full_disk_ends_failed_in_one_line_with_the_logs_kept_and_no_tmp(
     with _tmpfs(runs, "4m"):
         monkeypatch.setattr(harness_run, "run_in_child", then_fill)
         code = cli.main(["run", "--benchmark", benchmark, "--backend", backend, "--quick",
-                         "--runs-dir", str(runs)])
+                         "--runs-dir", str(runs), *QUICK[kind]])
         err = capsys.readouterr().err
         run_dir = next(p for p in runs.iterdir() if p.is_dir())
         assert code == 1, err
@@ -124,7 +128,7 @@ def test_a_stop_outside_a_test_ends_interrupted_with_the_logs_kept(
 
     monkeypatch.setattr(harness_run, "run_in_child", then_stop)
     code = cli.main(["run", "--benchmark", benchmark, "--backend", backend, "--quick",
-                     "--runs-dir", str(runs)])
+                     "--runs-dir", str(runs), *QUICK[kind]])
     capsys.readouterr()
     run_dir = next(p for p in runs.iterdir() if p.is_dir())
     assert code == 130

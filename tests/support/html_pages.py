@@ -72,11 +72,16 @@ class Page(HTMLParser):
         return " ".join(" ".join(self.runs[run].get(section, [])).split())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def reported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Page, list[Path], Path]:
     """Tune probes, then three runs beside them: Server with LoadGen's trace on (VALID or
     not), Offline performance and accuracy on onnxruntime, and a Server run that LoadGen
-    stops at max_duration (INVALID whatever the machine's speed); then the report."""
+    stops at max_duration (INVALID whatever the machine's speed); then the report.
+
+    Once per session (tests only read it): ``test_html_report.py`` and
+    ``test_html_report_page.py`` share it, on one xdist worker (``SHARED`` in
+    tests/support/xdist_scopes.py); module-scoped, it was made three times a session
+    (once per module, and again on the second worker the page module's tests reached)."""
     home = tmp_path_factory.mktemp("report")
     runs, env = home / "runs", {"XDG_CONFIG_HOME": str(home / "config")}
     system = ["--system", "htmlreport"]

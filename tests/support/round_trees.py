@@ -40,8 +40,11 @@ OPEN = f"open/OPENORG/results/datacenter-box/{gen.OPEN_DIR}/Offline"
 RUN1 = "performance/run_1/mlperf_log_detail.txt"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The generated v6.0 and v6.1 trees, made once per session (tests read them or copy
+    ``tree``): the checker's integration and unit modules share them on one xdist worker
+    (``SHARED`` in tests/support/xdist_scopes.py)."""
     base = tmp_path_factory.mktemp("round")
     return {r: gen.build_tree(r, base / r, base / "lgcache") for r in ("v6.0", "v6.1")}
 

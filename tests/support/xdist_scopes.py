@@ -32,11 +32,26 @@ import pytest
 #: Modules whose tests share one session fixture from tests/support, by the fixture's
 #: name: one scope each (the fixture is made once, on the one worker that runs them). A
 #: new module that uses one adds itself here; left out, it is only slower (the fixture is
-#: made again on the other worker), never wrong.
+#: made again on the other worker), never wrong. A module-scoped fixture of tests/support
+#: (``loaded``) is made once per module and worker: listing its module alone keeps it on
+#: one worker.
 SHARED: dict[str, tuple[str, ...]] = {
     # tests.support.tinylm_runs: tinylm's quick Offline, Server and Interactive runs
     "tinylm_runs": ("tests/integration/test_llm_package.py",
                     "tests/integration/test_llm_loadgen.py"),
+    # tests.support.html_pages: the HTML report of three real runs and tune probes
+    "reported": ("tests/integration/test_html_report.py",
+                 "tests/integration/test_html_report_page.py"),
+    # tests.support.round_trees: the generated v6.0 and v6.1 submission trees
+    "trees": ("tests/integration/test_checker_round_tree.py",
+              "tests/unit/checker/test_round_tree.py"),
+    # tests.support.backend_variants: backends loaded once per module (torch.compile's
+    # variants compile for seconds); the unit module's tests are short, so one unit
+    # (the integration module's long runs stay spread over both workers)
+    "loaded": ("tests/unit/backends/test_backend_contract.py",),
+    # tests.support.stand_in_runs: each task card's Offline stand-in run (--mode all)
+    "stand_in_offline": ("tests/integration/test_task_torch.py",
+                         "tests/integration/test_audit_tasks.py"),
     # tests.support.submission_fixtures: two quick digits runs, a key, a packaged tree
     "built": ("tests/integration/test_audit_trust.py",
               "tests/integration/test_checker_rules.py",
