@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, cast
 from suite.errors import ConfigError, SuiteError
 from suite.harness.kinds.base import BuiltSut, CompliancePlan, KindStrategy, Prepared
 from suite.models import Kind, ModelCard, check_model, load_card, verify_model_file
-from suite.results import EXIT_CODES, RunResult, Status, TestResult
 
 if TYPE_CHECKING:
     from suite.compliance import ComplianceTest
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from suite.datasets.cache import CacheProgress
     from suite.harness.progress import ProgressCallback
     from suite.paths import Paths
+    from suite.results import RunResult, TestResult
 
 
 class TensorKind(KindStrategy):
@@ -161,6 +161,7 @@ class TensorPrepared(Prepared):
         from suite.accuracy import score_top1
         from suite.logs import DETAIL_LOG, parse_detail_log
         from suite.postprocess import make_postprocess
+        from suite.results import Status
 
         card, dataset = self._parts()
         test_dir = Path(test.directory)
@@ -223,6 +224,7 @@ class _ReferencePlan(CompliancePlan):
 
     def judge_result(self, result: RunResult, run_dir: Path) -> RunResult:
         from suite.compliance import run as compliance_run
+        from suite.results import EXIT_CODES, Status
 
         try:
             outcome = compliance_run.verdict(self.check, self.reference, result, run_dir,
