@@ -7,6 +7,7 @@ split is parsed once and staged; every command module only parses, calls and ren
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -182,3 +183,59 @@ def test_a_preloaded_model_goes_to_the_test_of_the_same_config_only() -> None:
     assert loading._preloaded is None  # a load for another config drops it
     null = api.prepare(ConfigRequest(backend="null", quick=True)).config
     assert not loading.preload(paths.home, null) and loading._preloaded is None
+
+
+def test_a_run_parent_reads_the_staged_digits_record_without_numpy(tmp_path: Path) -> None:
+    """The parent needs the split's size, its dataset.json record and (scoring) its
+    labels: from the record beside the staged file, with no numpy until the labels."""
+    card = load_card(find_paths(), "digits")
+    opened = create(card, DataConfig(cache_dir=str(tmp_path)))  # stages it, with its record
+    code = ("import sys, json\nfrom pathlib import Path\nfrom suite.datasets import for_run\n"
+            "from suite.config.model import DataConfig\nfrom suite.models import load_card\n"
+            "from suite.paths import find_paths\n"
+            "view = for_run(load_card(find_paths(), 'digits'), "
+            f"DataConfig(cache_dir={str(tmp_path)!r}))\n"
+            "print(json.dumps([type(view).__name__, view.total_count, view.describe(), "
+            "'numpy' in sys.modules]))\n"
+            "labels = view.labels\nprint(json.dumps([labels.tolist(), 'numpy' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    first, second = (json.loads(line) for line in done.stdout.splitlines())
+    assert first == ["StagedDigits", opened.total_count, opened.describe(), False]
+    assert second == [opened.labels.tolist(), True]
+
+
+def test_a_staged_record_that_does_not_match_its_file_is_not_used(tmp_path: Path) -> None:
+    from suite.datasets import for_run
+    from suite.datasets.staged import described, record_path
+
+    card = load_card(find_paths(), "digits")
+    data = DataConfig(cache_dir=str(tmp_path))
+    assert described(card, data) is None  # nothing staged yet: the dataset is opened
+    assert isinstance(for_run(card, data), DigitsDataset)
+    staged = staged_path(card, tmp_path)
+    assert record_path(staged).is_file() and described(card, data) is not None
+    staged.write_bytes(staged.read_bytes() + b"\0")  # another file than the one recorded
+    assert described(card, data) is None
+    assert isinstance(for_run(card, data), DigitsDataset)  # rebuilt, and recorded again
+    assert described(card, data) is not None
+    record_path(staged).write_text("{not json", encoding="utf-8")
+    assert described(card, data) is None
+    assert described(card, DataConfig(cache_dir=str(tmp_path), dataset_dir="/x")) is None
+
+
+def test_the_cli_prints_the_preflight_when_the_first_bar_shows(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``suite run`` imports rich and prints the pre-flight's findings once its child has
+    its spec (the first progress bar), or at the run's end; once, in either case."""
+    from suite.cli.render import LintPrinter
+    from suite.config.preflight import lint_and_resolve
+
+    assert "rich" not in _modules_after("import suite.cli.app")
+    report, _ = lint_and_resolve(ConfigRequest(backend="null", quick=True), find_paths())
+    printer = LintPrinter()
+    printer(report)
+    assert printer.errors == 0 and "pre-flight" not in capsys.readouterr().err
+    printer.flush()
+    printer.flush()
+    assert capsys.readouterr().err.count("pre-flight: predicted 1 queries") == 1
