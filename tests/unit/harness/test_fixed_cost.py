@@ -239,3 +239,54 @@ def test_the_cli_prints_the_preflight_when_the_first_bar_shows(
     printer.flush()
     printer.flush()
     assert capsys.readouterr().err.count("pre-flight: predicted 1 queries") == 1
+
+
+def test_the_weight_types_are_read_as_onnx_reads_them_without_importing_it(
+        tmp_path: Path) -> None:
+    """The onnxruntime backend records the file's weight types at every model load; read
+    from the protobuf's bytes, they are what ``onnx.load(...).graph.initializer`` gives
+    (external data, float_data, int8 with float scales, index tensors not counted)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from suite.backends.onnxruntime import _WEIGHT_TYPES, weight_types
+    from suite.errors import BackendError
+
+    def onnx_reads(path: Path) -> str:
+        graph = onnx.load(str(path), load_external_data=False).graph
+        found = {_WEIGHT_TYPES[t.data_type] for t in graph.initializer
+                 if t.data_type in _WEIGHT_TYPES}
+        return "+".join(sorted(found)) or "none (the graph has no weight initializers)"
+
+    tensors = {
+        "fp16": [numpy_helper.from_array(np.ones((3, 3), np.float16), "w")],
+        "int8": [numpy_helper.from_array(np.ones(3, np.int8), "w"),
+                 numpy_helper.from_array(np.ones(1, np.float32), "scale"),
+                 numpy_helper.from_array(np.ones(2, np.int64), "shape")],
+        "bf16": [helper.make_tensor("b", TensorProto.BFLOAT16, [2], [1, 2])],
+        "index": [numpy_helper.from_array(np.ones(2, np.int64), "shape")],
+        "listed": [helper.make_tensor("f", TensorProto.DOUBLE, [2], [1.0, 2.0])],
+    }
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in "xy"]
+    read = []
+    for name, inits in tensors.items():
+        model = helper.make_model(helper.make_graph(
+            [helper.make_node("Identity", ["x"], ["y"])], name, io[:1], io[1:], inits))
+        for external in (False, True):
+            path = tmp_path / f"{name}-{external}.onnx"
+            onnx.save_model(model, str(path), save_as_external_data=external,
+                            location=f"{path.name}.data", size_threshold=0)
+            read.append((name, weight_types(path)))
+            assert read[-1][1] == onnx_reads(path), read[-1]
+    assert dict(read) == {"fp16": "fp16", "int8": "fp32+int8", "bf16": "bf16", "listed": "fp64",
+                          "index": "none (the graph has no weight initializers)"}
+    digits = REPO / "reference_models" / "digits" / "digits.onnx"
+    assert weight_types(digits) == onnx_reads(digits) == "fp32"
+    for bad in (b"", b"\x3a\xff\xff", b"no protobuf \xff\xff"):
+        (tmp_path / "bad.onnx").write_bytes(bad)
+        with pytest.raises(BackendError, match="cannot read the weight types"):
+            weight_types(tmp_path / "bad.onnx")
+    loaded = _modules_after("from pathlib import Path\n"
+                            "from suite.backends.onnxruntime import weight_types\n"
+                            f"assert weight_types(Path({str(digits)!r})) == 'fp32'")
+    assert "onnx" not in loaded and "google.protobuf" not in loaded
