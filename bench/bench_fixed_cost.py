@@ -94,7 +94,19 @@ def _one_run(tree: Path, runs: Path,
     spec_at = (detail.parent / "child_spec.json").stat().st_mtime - epoch
     loadgen_end = detail.stat().st_mtime - epoch
     return {"total": seconds, "fixed": seconds - span, "parent": spec_at,
-            "child_start": loadgen_end - span - spec_at, "after": seconds - loadgen_end}
+            "child_start": loadgen_end - span - spec_at, "after": seconds - loadgen_end,
+            "ceiling_measured": float(_ceiling_measured(detail.parent))}
+
+
+def _ceiling_measured(test_dir: Path) -> bool:
+    """Whether the run measured LoadGen's Offline ceiling (``offline_rate.json``): about a
+    second of its child's start that a busy machine pays now and then, in either tree
+    (``suite.harness.loadgen_ceiling``: a figure measured busy is measured again later)."""
+    try:
+        record = json.loads((test_dir / "offline_rate.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return str(record.get("ceiling_source", "")).startswith("measured")
 
 
 def plain_run(runs: Path, model: Path, data: Path, kind: str, batch: int) -> float:
@@ -127,7 +139,9 @@ def _median(values: list[float]) -> float:
 
 def _summary(samples: list[dict[str, float]], imports: list[float]) -> dict[str, Any]:
     fixed = _median([s["fixed"] for s in samples])
-    return {"import_suite_api_s": _median(imports),
+    return {"rounds": [{k: round(v, 3) if k != "ceiling_measured" else bool(v)
+                        for k, v in s.items()} for s in samples],
+            "import_suite_api_s": _median(imports),
             "run_total_s": _median([s["total"] for s in samples]),
             "fixed_cost_s": fixed,
             "parent_s": _median([s["parent"] for s in samples]),

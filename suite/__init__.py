@@ -16,13 +16,17 @@ Importing ``suite`` imports no ML framework and not LoadGen.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from suite.version import __version__
+
+# Not ``typing``'s: ``python -m suite run`` starts its child before importing it (mypy
+# reads any ``TYPE_CHECKING`` as True).
+TYPE_CHECKING = False
 
 __all__ = ["ConfigRequest", "RunConfig", "RunResult", "SuiteError", "__version__", "run"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from suite.api import run
     from suite.config.loader import ConfigRequest, RunConfig
     from suite.errors import SuiteError

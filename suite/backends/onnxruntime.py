@@ -16,7 +16,8 @@ device and copies it back once, instead of letting ``run`` allocate per call.
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Callable, Mapping
+import mmap
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,24 +37,76 @@ _GPU_INSTALL = "pip uninstall -y onnxruntime && pip install onnxruntime-gpu"
 
 #: ONNX TensorProto data types of weights, as the precision names results use.
 _WEIGHT_TYPES = {1: "fp32", 10: "fp16", 16: "bf16", 11: "fp64", 3: "int8", 2: "uint8"}
+#: Field numbers in onnx/onnx's ``onnx/onnx.proto``: ``ModelProto.graph``,
+#: ``GraphProto.initializer`` and ``TensorProto.data_type``.
+_MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_DATA_TYPE = 7, 5, 2
 
 
 def weight_types(model: Path) -> str:
     """The data types of an ONNX file's floating and quantized initializers, e.g. "fp32"
     or "int8+fp32" (a quantized model keeps float scales), read from the file.
 
-    Reads the graph only (external weight data stays on disk); integer index tensors
-    (shapes, axes) are not weights and are not counted.
+    Reads the top-level graph's initializers, as ``onnx.load(model,
+    load_external_data=False).graph.initializer`` does (external weight data stays on
+    disk), straight from the protobuf's bytes: the onnx package's import (protobuf with
+    it) cost every run's model load about 0.1 s of CPU, and its parse of a ResNet-50 file
+    more. Integer index tensors (shapes, axes) are not weights and are not counted.
     """
-    import onnx  # lazy, and only at load
-
     try:
-        graph = onnx.load(str(model), load_external_data=False).graph
-    except Exception as exc:  # a file onnxruntime loaded but onnx cannot parse
+        with model.open("rb") as file, mmap.mmap(file.fileno(), 0,
+                                                   access=mmap.ACCESS_READ) as data:
+            types = _initializer_types(data)
+    except (OSError, ValueError) as exc:  # a file onnxruntime loaded but that is no protobuf
         raise BackendError(f"cannot read the weight types of {model}: {exc}") from exc
-    found = {_WEIGHT_TYPES[t.data_type] for t in graph.initializer
-             if t.data_type in _WEIGHT_TYPES}
+    found = {_WEIGHT_TYPES[t] for t in types if t in _WEIGHT_TYPES}
     return "+".join(sorted(found)) or "none (the graph has no weight initializers)"
+
+
+def _initializer_types(data: mmap.mmap) -> set[int]:
+    """``data_type`` of each initializer of the model's graph (0 where a tensor has none)."""
+    found: set[int] = set()
+    for number, value in _fields(data, 0, len(data)):
+        if number != _MODEL_GRAPH or not isinstance(value, tuple):
+            continue
+        for inner, tensor in _fields(data, *value):
+            if inner == _GRAPH_INITIALIZER and isinstance(tensor, tuple):
+                found.add(next((v for n, v in reversed(list(_fields(data, *tensor)))
+                                if n == _TENSOR_DATA_TYPE and isinstance(v, int)), 0))
+    return found
+
+
+def _fields(data: mmap.mmap, start: int, end: int) -> Iterator[tuple[int, int | tuple[int, int]]]:
+    """(field number, value) of the protobuf message in ``data[start:end]``: a varint's
+    value, a length-delimited field's (start, end); fixed-size fields are skipped."""
+    at = start
+    while at < end:
+        key, at = _varint(data, at, end)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, at = _varint(data, at, end)
+            yield number, value
+        elif wire == 2:
+            length, at = _varint(data, at, end)
+            if at + length > end:
+                raise ValueError(f"field {number} runs past its message (byte {at})")
+            yield number, (at, at + length)
+            at += length
+        elif wire in (1, 5):
+            at += 8 if wire == 1 else 4
+        else:
+            raise ValueError(f"unknown protobuf wire type {wire} at byte {at}")
+    if at != end:
+        raise ValueError(f"a field runs past its message (byte {end})")
+
+
+def _varint(data: mmap.mmap, at: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    while at < end and shift < 70:
+        byte = data[at]
+        value, at, shift = value | (byte & 0x7F) << shift, at + 1, shift + 7
+        if byte < 0x80:
+            return value, at
+    raise ValueError(f"a varint runs past its message (byte {at})")
 
 
 class OnnxRuntimeOptions(BackendOptions):

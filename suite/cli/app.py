@@ -11,22 +11,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.table import Table
 
 from suite.cli import console
+from suite.cli.console import escape
 from suite.cli.options import backend_for_urls, find_run, runs_dir_option
+from suite.cli.render import LintPrinter
 from suite.config.loader import ConfigRequest
 from suite.config.rules import DEFAULT_ROUND
 from suite.errors import SuiteError
@@ -34,8 +26,12 @@ from suite.harness.signals import interrupt_on_termination
 from suite.results import RunResult, Status
 from suite.version import __version__
 
-# The results table has its own width (cli.render.print_results).
-out, err = console.out, console.err
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+# The results table has its own width (cli.render.print_results). Made, and rich imported,
+# at first use: a run's first output comes once its child has its spec (``LintPrinter``).
+out, err = console.deferred("out"), console.deferred("err")
 
 
 def config_options(func: Any) -> Any:
@@ -105,11 +101,18 @@ class _Progress:
     the latest early warning; the bar keeps its last line, warning included, at the end.
     """
 
-    def __init__(self, progress: Progress, label: str) -> None:
-        self.progress = progress
+    def __init__(self, progress: Progress | Callable[[], Progress], label: str) -> None:
+        # A callable: the display, shown by this bar's first figure or stage (``_Bars``)
+        self.source = progress
         self.label = label
         self.task: TaskID | None = None
         self.status: Any = None  # the latest progress.LiveStatus
+
+    @property
+    def progress(self) -> Progress:
+        if callable(self.source):
+            self.source = self.source()
+        return self.source
 
     def live(self, status: Any) -> None:
         """Each beat's ``harness.progress.LiveStatus``, just before ``__call__`` (``LiveSink``)."""
@@ -144,17 +147,44 @@ class _Progress:
 class _Bars:
     """One ``_Progress`` per test, shared by the progress and the stage callbacks."""
 
-    def __init__(self, progress: Progress, label: str) -> None:
-        self.progress, self.label = progress, label
+    def __init__(self, progress: Progress | None, label: str,
+                 before: Callable[[], None] = lambda: None) -> None:
+        # None: the run's own, made (rich imported) when a bar first shows something
+        self.made, self.label, self.before = progress, label, before
         self.bars: dict[str, _Progress] = {}
 
-    def bar(self, mode: str) -> _Progress:
-        # Shown from the first bar on: a run refused before any (the pre-flight) leaves
-        # no empty progress line behind.
+    @property
+    def progress(self) -> Progress:
+        if self.made is None:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self.made = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(),
+                                 console=console.err, transient=False)
+        return self.made
+
+    def stop(self) -> None:
+        if self.made is not None and self.made.live.is_started:
+            self.made.stop()
+
+    def show(self) -> Progress:
+        """The display, shown from a bar's first figure or stage on (the child has its
+        spec by then): a run refused before (the pre-flight) leaves no empty progress
+        line behind, and the pre-flight's findings are printed above it."""
+        self.before()
         if not self.progress.live.is_started:
             self.progress.start()
+        return self.progress
+
+    def bar(self, mode: str) -> _Progress:
         if mode not in self.bars:
-            self.bars[mode] = _Progress(self.progress, f"{self.label} {mode}")
+            self.bars[mode] = _Progress(self.show, f"{self.label} {mode}")
         return self.bars[mode]
 
     def stage(self, mode: str) -> Callable[[str], None]:
@@ -171,23 +201,26 @@ def _run_requests(requests: list[ConfigRequest], wide: bool = False) -> int:
 
 
 def run_one(request: ConfigRequest) -> RunResult:
-    """One run with its progress bars; says where its directory is (``run`` and ``demo``)."""
-    from suite.api import run  # lazy: keeps `suite --help` fast
+    """One run with its progress bars; says where its directory is (``run`` and ``demo``).
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    progress = Progress(*columns, console=err, transient=False)
-    bars = _Bars(progress, f"{request.benchmark} {request.scenario} {request.backend}")
-    lint = _LintPrinter()
+    Nothing is printed before the first bar (the child's first stage, once it has its
+    spec) or the run's end: rich, the consoles and the pre-flight's findings wait until
+    then, off the path to the child's spec (``suite.api.run``'s own, imported directly).
+    """
+    from suite.harness.run import run  # lazy: keeps `suite --help` fast
+
+    lint = LintPrinter()
+    bars = _Bars(None, f"{request.benchmark} {request.scenario} {request.backend}",
+                 before=lint.flush)
     try:
         result = run(request, on_progress=bars.bar, on_lint=lint, on_stage=bars.stage)
     except SuiteError:
-        if lint.errors:  # the pre-flight's refusal, already printed with its rules
+        if lint.errors:  # the pre-flight's refusal, printed with its rules (below)
             raise click.exceptions.Exit(1) from None
         raise
     finally:
-        if progress.live.is_started:
-            progress.stop()
+        lint.flush()
+        bars.stop()
     _say_where(result)
     return result
 
@@ -196,20 +229,6 @@ def finish(results: list[RunResult], wide: bool = False) -> int:
     """Print the results table; the exit code of the worst run (``run`` and ``demo``)."""
     _print_results(results, wide)
     return max((r.exit_code for r in results), key=[0, 2, 1, 130].index)
-
-
-class _LintPrinter:
-    """Prints the pre-flight's findings once, and remembers whether any was an error: the
-    run then stops with that error, which is not printed a second time."""
-
-    def __init__(self) -> None:
-        self.errors = 0
-
-    def __call__(self, report: Any) -> None:
-        from suite.cli.render import print_lint  # findings, before LoadGen starts
-
-        print_lint(report, err, table=False)
-        self.errors = len(report.errors)
 
 
 def _print_results(results: list[RunResult], wide: bool = False) -> None:
@@ -239,10 +258,12 @@ def build_request(benchmark: str, scenario: str, backend: str | None, mode: str,
                   round_name: str, quick: bool, config: Path | None, sets: list[str] | None,
                   runs_dir: Path | None, flags: dict[str, tuple[Any, str]]) -> ConfigRequest:
     """The request the options describe (no backend: the card's kind's default)."""
-    from suite.api import default_backend
+    from suite.harness.kinds import for_benchmark  # suite.api.default_backend's
+    from suite.paths import find_paths
 
     return ConfigRequest(
-        benchmark=benchmark, scenario=scenario, backend=backend or default_backend(benchmark),
+        benchmark=benchmark, scenario=scenario,
+        backend=backend or for_benchmark(find_paths(), benchmark).default_backend,
         mode=mode, round=round_name,
         quick=quick, config_file=config, sets=sets or [],
         flags={k: v for k, v in flags.items() if v[0] is not None}, runs_dir=runs_dir,
@@ -304,6 +325,8 @@ def run_command(benchmark: str, scenario: str, backend: str, mode: str, round_na
 @app.command("backends")
 def backends_command() -> int:
     """List every backend and whether it can run here."""
+    from rich.table import Table
+
     from suite.backends import list_backends
 
     table = Table(title="backends")

@@ -51,6 +51,27 @@ def print_lint(report: LintReport, console: Any, *, table: bool) -> None:
                       f"about {report.predicted_seconds:,.1f} s per performance test")
 
 
+class LintPrinter:
+    """A run's pre-flight findings (``on_lint``), printed once by ``flush``: above its first
+    progress bar, or at its end; that way nothing (rich included) is imported or printed
+    before the child has its spec. Remembers whether any was an error: the run then stops
+    with that error, which is not printed a second time."""
+
+    def __init__(self) -> None:
+        self.errors = 0
+        self.report: LintReport | None = None
+
+    def __call__(self, report: LintReport) -> None:
+        self.report, self.errors = report, len(report.errors)
+
+    def flush(self) -> None:
+        if self.report is not None:
+            from suite.cli import console
+
+            report, self.report = self.report, None
+            print_lint(report, console.err, table=False)
+
+
 def print_results(results: list[RunResult], *, wide: bool) -> None:
     """The results table on stdout, then the notes (why INVALID, why not submittable).
 

@@ -1,21 +1,48 @@
-"""Dataset registry: the model card's ``[dataset] name`` to a QSL-backed dataset."""
+"""Dataset registry: the model card's ``[dataset] name`` to a QSL-backed dataset.
+
+``import suite.datasets`` loads no numpy: a run's parent asks ``for_run`` for what it needs
+of the dataset, which for a staged digits split is read without it (``staged``).
+"""
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from suite.config.model import DataConfig
-from suite.datasets.base import InMemoryDataset
 from suite.errors import DatasetError
 from suite.models import ModelCard
 
 if TYPE_CHECKING:  # the cache module loads multiprocessing: only ImageNet needs it
     import numpy.typing as npt
 
+    from suite.datasets.base import InMemoryDataset
     from suite.datasets.cache import CacheProgress
 
-__all__ = ["InMemoryDataset", "calibration_set", "create"]
+__all__ = ["InMemoryDataset", "RunDataset", "calibration_set", "create", "for_run"]
+
+
+def __getattr__(name: str) -> Any:
+    # ``InMemoryDataset`` (numpy) is imported when asked for, not with the package.
+    if name == "InMemoryDataset":
+        from suite.datasets.base import InMemoryDataset
+
+        return InMemoryDataset
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class RunDataset(Protocol):
+    """What a run's parent uses of its dataset (an ``InMemoryDataset`` is one)."""
+
+    name: str
+
+    @property
+    def total_count(self) -> int: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    @property
+    def labels(self) -> Any: ...
 
 
 #: The model card's ``[dataset] name`` -> ``"module:Class"``; imported on use.
@@ -48,6 +75,29 @@ def create(card: ModelCard, data: DataConfig | None = None,
     cls = getattr(importlib.import_module(module_name), class_name)
     dataset: InMemoryDataset = cls(card, data or DataConfig(), progress)
     return dataset
+
+
+#: The card's ``[dataset] name`` -> ``"module:function"`` giving a run's parent the view of
+#: an already staged dataset without opening it (None: not staged, ``create`` it).
+DESCRIBED: dict[str, str] = {
+    "sklearn-digits": "suite.datasets.staged:described",
+}
+
+
+def for_run(card: ModelCard, data: DataConfig | None = None,
+            progress: CacheProgress | None = None) -> RunDataset:
+    """What a run's parent needs of the card's dataset: its size, its ``dataset.json``
+    record and its labels. A staged digits split is described from its record, without
+    numpy (``staged``); any other dataset is opened (``create``: staged or preprocessed
+    into its cache on first use, bad input refused), as the child will open it."""
+    spec = DESCRIBED.get(card.dataset.name)
+    if spec is not None:
+        module_name, _, function = spec.partition(":")
+        view: RunDataset | None = getattr(importlib.import_module(module_name),
+                                          function)(card, data)
+        if view is not None:
+            return view
+    return create(card, data, progress)
 
 
 def calibration_set(card: ModelCard, count: int) -> npt.NDArray[Any]:

@@ -12,15 +12,14 @@ Parsing the CSV took 20-60 ms, paid by the parent (for the sample count and labe
 and again by the child of every test. The split is staged once: the first process that
 builds it saves it as ``<cache_dir>/sklearn-digits/validation-<key>.npz``, and later ones
 load that (under a millisecond). The key hashes the CSV's path, size and mtime and the
-card's split and shape, so a changed scikit-learn or card builds a fresh file.
+card's split and shape, so a changed scikit-learn or card builds a fresh file
+(``staged.staged_path``); a record beside it lets a run's parent read the split's size
+without opening it, or importing numpy (``suite.datasets.staged``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import importlib.util
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -30,10 +29,18 @@ import numpy.typing as npt
 
 from suite.config.model import DataConfig
 from suite.datasets.base import InMemoryDataset
+from suite.datasets.staged import (
+    bundled_csv,
+    read_record,
+    staged_path,
+    write_record,
+)
 from suite.errors import DatasetError
 from suite.models import ModelCard
-from suite.paths import install_hint
 from suite.types import IndexArray
+
+__all__ = ["DigitsDataset", "bundled_csv", "calibration_split", "load_bundled_digits",
+           "staged_path", "staged_split", "validation_split"]
 
 
 def validation_split(card: ModelCard) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
@@ -67,32 +74,12 @@ def _split(card: ModelCard, validation: bool
     return np.ascontiguousarray(images), target[chosen].astype(np.int64)
 
 
-def _bundled_csv() -> Path:
-    spec = importlib.util.find_spec("sklearn")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    path = Path(locations[0]) / "datasets" / "data" / "digits.csv.gz" if locations else None
-    if path is None or not path.is_file():
-        raise DatasetError("scikit-learn's bundled digits.csv.gz was not found",
-                           hint=f"install scikit-learn (a core dependency): {install_hint()}")
-    return path
-
-
 def load_bundled_digits() -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     """(pixels (1797, 64), targets) from scikit-learn's bundled ``digits.csv.gz``, as
     ``load_digits`` reads it (64 pixel columns, then the target), without importing
     scikit-learn."""
-    data = np.loadtxt(_bundled_csv(), delimiter=",")
+    data = np.loadtxt(bundled_csv(), delimiter=",")
     return data[:, :-1], data[:, -1].astype(np.int64)
-
-
-def staged_path(card: ModelCard, cache_dir: Path) -> Path:
-    """Where the validation split of ``card`` is staged under ``cache_dir``."""
-    csv = _bundled_csv()
-    stat = csv.stat()
-    key = json.dumps([str(csv), stat.st_size, stat.st_mtime_ns, card.dataset.model_dump(),
-                      list(card.input.sample_shape)], sort_keys=True, default=str)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return cache_dir / DigitsDataset.name / f"validation-{digest}.npz"
 
 
 def staged_split(card: ModelCard, cache_dir: Path
@@ -105,6 +92,8 @@ def staged_split(card: ModelCard, cache_dir: Path
         if images.dtype == np.float32 and labels.dtype == np.int64 and \
                 images.shape[1:] == tuple(card.input.sample_shape) and \
                 len(images) == len(labels):
+            if read_record(path, card) is None:  # staged by an older suite: record it
+                write_record(path, len(labels), images.shape[1:])
             return images, labels
     except (OSError, ValueError, KeyError):
         pass  # not staged yet, or cut short: build it below
@@ -115,6 +104,7 @@ def staged_split(card: ModelCard, cache_dir: Path
         path.parent.mkdir(parents=True, exist_ok=True)
         np.savez(tmp, images=images, labels=labels)
         tmp.replace(path)  # atomic: a concurrent reader sees all of it or nothing
+        write_record(path, len(labels), images.shape[1:])
     except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)

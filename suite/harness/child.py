@@ -338,8 +338,9 @@ def main(argv: list[str] | None = None) -> int:
         if line.startswith("{"):  # first the resolved config: load its model meanwhile
             _preload_model(line)  # on a thread: a spec that comes meanwhile is read
             # The heap so far (the imports) is what the test's collection before
-            # ``gc.freeze`` would walk: walk it now, while the parent still works.
-            gc.collect()
+            # ``gc.freeze`` would walk: freeze it now, out of that collection. Not
+            # collected first: it holds no garbage (a collection here freed 0 of ~40k
+            # objects, in 15-30 ms of the child's path to LoadGen).
             gc.freeze()
             line = sys.stdin.readline().strip()
         if not line:

@@ -1,23 +1,25 @@
 """A LoadGen child started early (``python -m suite.harness.child --await-spec``).
 
-Imports nothing of the suite at run time: ``python -m suite run`` starts it first thing
-(``__main__``), so the child's imports (pydantic, numpy, LoadGen, the SUT) run while
-the parent imports its own and resolves the config. ``take()`` hands it to the first test.
+Imports nothing of the suite at run time, and of the standard library only what starting
+a process takes (no ``typing``, ``pathlib`` or ``json`` before the child is running): ``python
+-m suite run`` starts it first thing (``__main__``), so the child's imports (pydantic,
+numpy, LoadGen, the SUT) run while the parent imports its own and resolves the config.
+``take()`` hands it to the first test.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # ``typing`` is not imported yet when the child starts (mypy: True)
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from suite.config.model import RunConfig
 
 _early: ChildStart | None = None
@@ -25,10 +27,15 @@ _early: ChildStart | None = None
 
 def child_pythonpath() -> str:
     """The parent's import roots, made absolute: the child runs in its test directory."""
-    package_root = str(Path(__file__).resolve().parents[2])
+    package_root = _package_root()
     entries = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                if p]
     return os.pathsep.join(dict.fromkeys([package_root, *entries]))
+
+
+def _package_root() -> str:
+    """The directory that holds the ``suite`` package (``Path(__file__).parents[2]``)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 
 
 def start_early(argv: list[str]) -> None:
@@ -76,7 +83,7 @@ class ChildStart:
         self.read_fd, write_fd = os.pipe()
         # Outlives this call: closed by the test that uses the child, or by discard().
         self.early_log = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
-        package_root = Path(__file__).resolve().parents[2]
+        package_root = _package_root()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "suite.harness.child", "--await-spec", str(write_fd),
              benchmark, backend],
@@ -93,6 +100,8 @@ class ChildStart:
         the run directory. A child that died meanwhile is found by its test."""
         if self.used:
             return
+        import json
+
         message = json.dumps({"preload": config.model_dump_json(), "home": str(home)})
         with contextlib.suppress(BrokenPipeError, OSError):
             assert self.process.stdin is not None

@@ -16,20 +16,21 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from suite.errors import ConfigError, SuiteError
 from suite.harness.kinds.base import BuiltSut, CompliancePlan, KindStrategy, Prepared
 from suite.models import Kind, ModelCard, check_model, load_card, verify_model_file
-from suite.results import EXIT_CODES, RunResult, Status, TestResult
 
 if TYPE_CHECKING:
     from suite.compliance import ComplianceTest
     from suite.config.loader import ConfigRequest
     from suite.config.model import RunConfig
-    from suite.datasets import InMemoryDataset
+    from suite.datasets import InMemoryDataset, RunDataset
+    from suite.datasets.cache import CacheProgress
     from suite.harness.progress import ProgressCallback
     from suite.paths import Paths
+    from suite.results import RunResult, TestResult
 
 
 class TensorKind(KindStrategy):
@@ -61,8 +62,9 @@ class TensorKind(KindStrategy):
                               hint="drop --stand-in; digits runs with no download at all")
         card = card.with_model_path(config.data.model_path)
         model = check_model(card, paths.cache)
-        dataset = datasets.create(card, config.data,
-                                  on_progress("preprocess") if on_progress else None)
+        # What this process needs of the dataset (a staged digits split: its record, no
+        # numpy); the progress bar is made only if there is preprocessing to show.
+        dataset = datasets.for_run(card, config.data, _preprocess_progress(on_progress))
         reasons = (["open division: the model file is not the card's reference model"]
                    if model.division == "open" else [])
         return TensorPrepared(model, dataset.total_count, reasons, card=card, dataset=dataset)
@@ -107,12 +109,28 @@ class TensorKind(KindStrategy):
         return verify_model_file(load_card(paths, benchmark))
 
 
+def _preprocess_progress(on_progress: Callable[[str], ProgressCallback | None] | None
+                         ) -> CacheProgress | None:
+    """The dataset's progress reports, to a "preprocess" bar made at the first report: a
+    run with nothing to preprocess starts no display before its child has its spec."""
+    if on_progress is None:
+        return None
+    made: list[ProgressCallback | None] = []
+
+    def report(done: int, total: int | None, elapsed_s: float) -> None:
+        if not made:
+            made.append(on_progress("preprocess"))
+        if made[0] is not None:
+            made[0](done, total, elapsed_s)
+    return report
+
+
 @dataclass
 class TensorPrepared(Prepared):
     card: ModelCard | None = None
-    dataset: InMemoryDataset | None = None
+    dataset: RunDataset | None = None
 
-    def _parts(self) -> tuple[ModelCard, InMemoryDataset]:
+    def _parts(self) -> tuple[ModelCard, RunDataset]:
         assert self.card is not None and self.dataset is not None
         return self.card, self.dataset
 
@@ -143,6 +161,7 @@ class TensorPrepared(Prepared):
         from suite.accuracy import score_top1
         from suite.logs import DETAIL_LOG, parse_detail_log
         from suite.postprocess import make_postprocess
+        from suite.results import Status
 
         card, dataset = self._parts()
         test_dir = Path(test.directory)
@@ -172,12 +191,15 @@ class TaskPrepared(TensorPrepared):
     def judged_by(self) -> tuple[Any, Any]:
         from suite.harness.kinds.task_prepare import scorer
 
-        return None, scorer(self.task, self._parts()[1])
+        return None, scorer(self.task, self._task_dataset())
 
     def score(self, test: TestResult, config: RunConfig) -> TestResult:
         from suite.harness.kinds.task_prepare import score_test
 
-        return score_test(test, config, self.task, self._parts()[1], self.stand_in)
+        return score_test(test, config, self.task, self._task_dataset(), self.stand_in)
+
+    def _task_dataset(self) -> InMemoryDataset:
+        return cast("InMemoryDataset", self._parts()[1])  # prepare_task's staged dataset
 
 
 class _ReferencePlan(CompliancePlan):
@@ -202,6 +224,7 @@ class _ReferencePlan(CompliancePlan):
 
     def judge_result(self, result: RunResult, run_dir: Path) -> RunResult:
         from suite.compliance import run as compliance_run
+        from suite.results import EXIT_CODES, Status
 
         try:
             outcome = compliance_run.verdict(self.check, self.reference, result, run_dir,

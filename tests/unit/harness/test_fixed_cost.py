@@ -7,6 +7,7 @@ split is parsed once and staged; every command module only parses, calls and ren
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -182,3 +183,110 @@ def test_a_preloaded_model_goes_to_the_test_of_the_same_config_only() -> None:
     assert loading._preloaded is None  # a load for another config drops it
     null = api.prepare(ConfigRequest(backend="null", quick=True)).config
     assert not loading.preload(paths.home, null) and loading._preloaded is None
+
+
+def test_a_run_parent_reads_the_staged_digits_record_without_numpy(tmp_path: Path) -> None:
+    """The parent needs the split's size, its dataset.json record and (scoring) its
+    labels: from the record beside the staged file, with no numpy until the labels."""
+    card = load_card(find_paths(), "digits")
+    opened = create(card, DataConfig(cache_dir=str(tmp_path)))  # stages it, with its record
+    code = ("import sys, json\nfrom pathlib import Path\nfrom suite.datasets import for_run\n"
+            "from suite.config.model import DataConfig\nfrom suite.models import load_card\n"
+            "from suite.paths import find_paths\n"
+            "view = for_run(load_card(find_paths(), 'digits'), "
+            f"DataConfig(cache_dir={str(tmp_path)!r}))\n"
+            "print(json.dumps([type(view).__name__, view.total_count, view.describe(), "
+            "'numpy' in sys.modules]))\n"
+            "labels = view.labels\nprint(json.dumps([labels.tolist(), 'numpy' in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    first, second = (json.loads(line) for line in done.stdout.splitlines())
+    assert first == ["StagedDigits", opened.total_count, opened.describe(), False]
+    assert second == [opened.labels.tolist(), True]
+
+
+def test_a_staged_record_that_does_not_match_its_file_is_not_used(tmp_path: Path) -> None:
+    from suite.datasets import for_run
+    from suite.datasets.staged import described, record_path
+
+    card = load_card(find_paths(), "digits")
+    data = DataConfig(cache_dir=str(tmp_path))
+    assert described(card, data) is None  # nothing staged yet: the dataset is opened
+    assert isinstance(for_run(card, data), DigitsDataset)
+    staged = staged_path(card, tmp_path)
+    assert record_path(staged).is_file() and described(card, data) is not None
+    staged.write_bytes(staged.read_bytes() + b"\0")  # another file than the one recorded
+    assert described(card, data) is None
+    assert isinstance(for_run(card, data), DigitsDataset)  # rebuilt, and recorded again
+    assert described(card, data) is not None
+    record_path(staged).write_text("{not json", encoding="utf-8")
+    assert described(card, data) is None
+    assert described(card, DataConfig(cache_dir=str(tmp_path), dataset_dir="/x")) is None
+
+
+def test_the_cli_prints_the_preflight_when_the_first_bar_shows(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``suite run`` imports rich and prints the pre-flight's findings once its child has
+    its spec (the first progress bar), or at the run's end; once, in either case."""
+    from suite.cli.render import LintPrinter
+    from suite.config.preflight import lint_and_resolve
+
+    assert "rich" not in _modules_after("import suite.cli.app")
+    report, _ = lint_and_resolve(ConfigRequest(backend="null", quick=True), find_paths())
+    printer = LintPrinter()
+    printer(report)
+    assert printer.errors == 0 and "pre-flight" not in capsys.readouterr().err
+    printer.flush()
+    printer.flush()
+    assert capsys.readouterr().err.count("pre-flight: predicted 1 queries") == 1
+
+
+def test_the_weight_types_are_read_as_onnx_reads_them_without_importing_it(
+        tmp_path: Path) -> None:
+    """The onnxruntime backend records the file's weight types at every model load; read
+    from the protobuf's bytes, they are what ``onnx.load(...).graph.initializer`` gives
+    (external data, float_data, int8 with float scales, index tensors not counted)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from suite.backends.onnxruntime import _WEIGHT_TYPES, weight_types
+    from suite.errors import BackendError
+
+    def onnx_reads(path: Path) -> str:
+        graph = onnx.load(str(path), load_external_data=False).graph
+        found = {_WEIGHT_TYPES[t.data_type] for t in graph.initializer
+                 if t.data_type in _WEIGHT_TYPES}
+        return "+".join(sorted(found)) or "none (the graph has no weight initializers)"
+
+    tensors = {
+        "fp16": [numpy_helper.from_array(np.ones((3, 3), np.float16), "w")],
+        "int8": [numpy_helper.from_array(np.ones(3, np.int8), "w"),
+                 numpy_helper.from_array(np.ones(1, np.float32), "scale"),
+                 numpy_helper.from_array(np.ones(2, np.int64), "shape")],
+        "bf16": [helper.make_tensor("b", TensorProto.BFLOAT16, [2], [1, 2])],
+        "index": [numpy_helper.from_array(np.ones(2, np.int64), "shape")],
+        "listed": [helper.make_tensor("f", TensorProto.DOUBLE, [2], [1.0, 2.0])],
+    }
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in "xy"]
+    read = []
+    for name, inits in tensors.items():
+        model = helper.make_model(helper.make_graph(
+            [helper.make_node("Identity", ["x"], ["y"])], name, io[:1], io[1:], inits))
+        for external in (False, True):
+            path = tmp_path / f"{name}-{external}.onnx"
+            onnx.save_model(model, str(path), save_as_external_data=external,
+                            location=f"{path.name}.data", size_threshold=0)
+            read.append((name, weight_types(path)))
+            assert read[-1][1] == onnx_reads(path), read[-1]
+    assert dict(read) == {"fp16": "fp16", "int8": "fp32+int8", "bf16": "bf16", "listed": "fp64",
+                          "index": "none (the graph has no weight initializers)"}
+    digits = REPO / "reference_models" / "digits" / "digits.onnx"
+    assert weight_types(digits) == onnx_reads(digits) == "fp32"
+    for bad in (b"", b"\x3a\xff\xff", b"no protobuf \xff\xff"):
+        (tmp_path / "bad.onnx").write_bytes(bad)
+        with pytest.raises(BackendError, match="cannot read the weight types"):
+            weight_types(tmp_path / "bad.onnx")
+    loaded = _modules_after("from pathlib import Path\n"
+                            "from suite.backends.onnxruntime import weight_types\n"
+                            f"assert weight_types(Path({str(digits)!r})) == 'fp32'")
+    assert "onnx" not in loaded and "google.protobuf" not in loaded
