@@ -35,7 +35,6 @@ import asyncio
 import contextlib
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -48,10 +47,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
-from pinning import descendants
+# ``--base``'s client processes import another revision's ``suite`` (exported there).
+sys.path.insert(1, os.environ.get("BENCH_SSE_SUITE_ROOT")
+                or str(Path(__file__).resolve().parent.parent))
+from sse_floor import marginal, read_calls, tree_cpu_s, tree_pids
 
 REPO = Path(__file__).resolve().parent.parent
+ROOT_ENV = "BENCH_SSE_SUITE_ROOT"
 VOCAB = 83  # tinylm's: the synthetic ids stay inside it
 GOAL_US_PER_EVENT = 2.0
 GOAL_RATIO = 1.5
@@ -83,9 +85,9 @@ def _events() -> tuple[list[bytes], list[bytes], bytes]:
 class _Engine:
     """Every open stream gets its next event each step (see the module docstring)."""
 
-    def __init__(self, burst: int) -> None:
+    def __init__(self, burst: int, step_s: float = 0.0) -> None:
         self.middle, self.last, self.head = _events()
-        self.burst = burst
+        self.burst, self.step_s = burst, step_s
         self.streams: list[list[Any]] = []  # [transport, position, count]
         self.wake = asyncio.Event()
 
@@ -121,7 +123,9 @@ class _Engine:
                                     + _chunk(b"[DONE]") + b"0\r\n\r\n")
                     self.streams.remove(stream)
                 stream[1] = position
-            await asyncio.sleep(0)
+            # paced: one decode step every ``step_s`` (at the timer's resolution, a
+            # millisecond), each stream's event its own write
+            await asyncio.sleep(self.step_s)
 
 
 class _Connection(asyncio.Protocol):
@@ -150,29 +154,29 @@ class _Connection(asyncio.Protocol):
             self.engine.start(self.transport, body)
 
 
-async def _serve(burst: int) -> None:
+async def _serve(burst: int, step_s: float) -> None:
     loop = asyncio.get_running_loop()
-    engine = _Engine(burst)
+    engine = _Engine(burst, step_s)
     server = await loop.create_server(lambda: _Connection(engine), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     print(f"http://127.0.0.1:{port}", flush=True)
     await engine.run()
 
 
-def serve(burst: int) -> None:
+def serve(burst: int, step_s: float = 0.0) -> None:
     try:
         import uvloop
 
-        uvloop.run(_serve(burst))
+        uvloop.run(_serve(burst, step_s))
     except ImportError:
-        asyncio.run(_serve(burst))
+        asyncio.run(_serve(burst, step_s))
 
 
 @contextmanager
-def server(burst: int = 1) -> Iterator[str]:
+def server(burst: int = 1, step_ms: float = 0.0) -> Iterator[str]:
     """The server in its own process (its CPU is not the client's); yields its URL."""
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(burst)], cwd=REPO,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(burst), "--step-ms",
+                             str(step_ms)], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
@@ -185,19 +189,6 @@ def server(burst: int = 1) -> Iterator[str]:
 
 
 # -- the client ------------------------------------------------------------------------
-def _tree_cpu_s() -> float:
-    """This process's CPU (``getrusage``: to the microsecond) and its live descendants'
-    (the client processes: ``/proc``, in clock ticks)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    me, ticks = os.getpid(), 0
-    for pid in descendants(me):
-        if pid != me:
-            with contextlib.suppress(OSError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return usage.ru_utime + usage.ru_stime + ticks / os.sysconf("SC_CLK_TCK")
-
-
 def client(url: str, workers: int, tokens: int, sizes: list[int],
            concurrency: int) -> dict[str, Any]:
     """Warm the client up, then each run size's whole-tree CPU (see the module docstring)."""
@@ -239,72 +230,122 @@ def client(url: str, workers: int, tokens: int, sizes: list[int],
         with lock:
             seen.update(first=0, done=0, tokens=0, want=count)
         finished.clear()
-        cpu, wall = _tree_cpu_s(), time.perf_counter()
+        cpu, wall, calls = tree_cpu_s(), time.perf_counter(), read_calls(tree_pids())
         runner.submit([(key + i, 0, prompts[0]) for i in range(count)])
         key += count
         if not finished.wait(600) or errors:
             raise SystemExit(f"bench_sse: the client failed: {errors[:1] or 'timeout'}")
-        cpu, wall = _tree_cpu_s() - cpu, time.perf_counter() - wall
+        cpu, wall = tree_cpu_s() - cpu, time.perf_counter() - wall
+        calls = read_calls(tree_pids()) - calls
         if seen["first"] != count or seen["tokens"] != count * tokens:
             raise SystemExit(f"bench_sse: {seen} after {count} requests of {tokens} tokens")
         return {"requests": count, "events": count * (tokens + 1), "cpu_s": cpu,
-                "wall_s": wall}
+                "wall_s": wall, "reads": calls}
 
     try:
         run(min(sizes))  # warm: connections open, code paths taken
         measured = [run(n) for n in sizes]
     finally:
         runner.close()
-    chunks = getattr(runner, "chunks", 0)
-    small, large = measured[0], measured[-1]
-    return {"workers": workers, "runs": measured, "client_chunks": chunks,
-            "us_per_event": (large["cpu_s"] - small["cpu_s"])
-            / (large["events"] - small["events"]) * 1e6}
+    return marginal(workers, measured, getattr(runner, "chunks", 0))
 
 
-def _client_process(url: str, workers: int, tokens: int, sizes: list[int],
-                    concurrency: int) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, "--client", url, "--workers",
-                           str(workers), "--tokens", str(tokens), "--sizes",
+def _client_process(url: str, kind: str, workers: int, tokens: int, sizes: list[int],
+                    concurrency: int, root: str = "") -> dict[str, Any]:
+    env = {**os.environ, ROOT_ENV: root} if root else None
+    done = subprocess.run([sys.executable, __file__, "--client", url, "--kind", kind,
+                           "--workers", str(workers), "--tokens", str(tokens), "--sizes",
                            ",".join(map(str, sizes)), "--concurrency", str(concurrency)],
-                          cwd=REPO, capture_output=True, text=True, timeout=1200)
+                          cwd=REPO, capture_output=True, text=True, timeout=1200, env=env)
     if done.returncode != 0:
         raise SystemExit(f"bench_sse: the client run failed (exit {done.returncode}): "
                          f"{done.stderr.strip()[-600:]}")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+@contextmanager
+def exported(rev: str) -> Iterator[str]:
+    """``rev``'s ``suite`` package in a temporary directory (``--base``)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench_sse_base_") as tmp:
+        archive = subprocess.run(["git", "archive", rev, "suite"], cwd=REPO, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        yield tmp
+
+
 def measure(*, rounds: int = 3, tokens: int = 4096, small: int = 8, large: int = 40,
-            concurrency: int = 16, bursts: tuple[int, ...] = (16, 1)) -> dict[str, Any]:
+            concurrency: int = 16, cases: tuple[str, ...] = ("16", "1", "p1"),
+            floors: tuple[str, ...] = ("bare", "aiohttp"), base: str = "") -> dict[str, Any]:
     """Every figure of the module docstring, for each server burst."""
     from suite.llm.endpoint.workers import default_workers
 
-    configs = {"in_process": 0, "default": default_workers()}
+    # name: (client kind, worker processes, suite root: "" this tree, else ``base``'s)
+    configs: dict[str, tuple[str, int, str]] = {
+        "in_process": ("ours", 0, ""), "default": ("ours", default_workers(), "")}
+    configs.update({name: (name, 0, "") for name in floors})
     report: dict[str, Any] = {
         "tokens_per_request": tokens, "events_per_request": tokens + 1,
         "requests": [small, large], "concurrency": concurrency, "rounds": rounds,
-        "workers_default": configs["default"], "load_average": [os.getloadavg()[0]]}
-    for burst in bursts:
-        per: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
-        with server(burst) as url:
-            for index in range(rounds):
-                names = list(configs) if index % 2 == 0 else list(reversed(configs))
-                for name in names:
-                    per[name].append(_client_process(url, configs[name], tokens,
-                                                     [small, large], concurrency))
-                report["load_average"].append(os.getloadavg()[0])
-        medians = {name: statistics.median(r["us_per_event"] for r in rows)
-                   for name, rows in per.items()}
-        ratios = [d["us_per_event"] / i["us_per_event"]
-                  for d, i in zip(per["default"], per["in_process"], strict=True)]
-        report[f"burst_{burst}"] = {
-            "us_per_event": medians, "default_over_in_process": statistics.median(ratios),
-            "ratios_by_round": ratios,
-            "goal_met": max(medians.values()) <= GOAL_US_PER_EVENT
-            and statistics.median(ratios) <= GOAL_RATIO, "runs": per}
+        "workers_default": default_workers(), "base": base,
+        "load_average": [os.getloadavg()[0]]}
+    with contextlib.ExitStack() as stack:
+        if base:
+            root = stack.enter_context(exported(base))
+            configs.update({"base_in_process": ("ours", 0, root),
+                            "base_default": ("ours", default_workers(), root)})
+        for case in cases:
+            name, burst, step_ms = _case(case)
+            report[name] = _burst(burst, step_ms, configs, rounds, tokens, small, large,
+                                  concurrency, report["load_average"])
     report["goal"] = {"us_per_event": GOAL_US_PER_EVENT, "ratio": GOAL_RATIO,
-                      "judged_on": f"burst_{bursts[0]}"}
+                      "judged_on": _case(cases[0])[0]}
     return report
+
+
+def _case(spec: str) -> tuple[str, int, float]:
+    """``N``: the server writes N events at once, as fast as it can (``burst_N``);
+    ``pM``: one event a stream every M ms, each its own write (``paced_Mms``)."""
+    if spec.startswith("p"):
+        return f"paced_{spec[1:]}ms", 1, float(spec[1:])
+    return f"burst_{spec}", int(spec), 0.0
+
+
+def _burst(burst: int, step_ms: float, configs: dict[str, tuple[str, int, str]],
+           rounds: int, tokens: int, small: int, large: int, concurrency: int,
+           load: list[float]) -> dict[str, Any]:
+    """One server case's rounds, every configuration in each (order alternating)."""
+    per: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
+    with server(burst, step_ms) as url:
+        for index in range(rounds):
+            names = list(configs) if index % 2 == 0 else list(reversed(configs))
+            for name in names:
+                kind, workers, root = configs[name]
+                per[name].append(_client_process(url, kind, workers, tokens, [small, large],
+                                                 concurrency, root))
+            load.append(os.getloadavg()[0])
+    medians = {name: statistics.median(r["us_per_event"] for r in rows)
+               for name, rows in per.items()}
+    reads = {name: statistics.median(r["reads_per_event"] for r in rows)
+             for name, rows in per.items()}
+
+    def ratio(top: str, bottom: str) -> dict[str, Any]:
+        # within each round (both measured back to back), then the median
+        each = [t["us_per_event"] / b["us_per_event"]
+                for t, b in zip(per[top], per[bottom], strict=True)]
+        return {"median": statistics.median(each), "by_round": each}
+
+    ratios = {"default_over_in_process": ratio("default", "in_process")}
+    ratios.update({f"in_process_over_{f}": ratio("in_process", f)
+                   for f in ("bare", "aiohttp") if f in per})
+    if "base_in_process" in per:
+        ratios.update(in_process_over_base=ratio("in_process", "base_in_process"),
+                      default_over_base=ratio("default", "base_default"))
+    ours = (medians["in_process"], medians["default"])
+    return {"us_per_event": medians, "reads_per_event": reads, "ratios": ratios,
+            "goal_met": max(ours) <= GOAL_US_PER_EVENT
+            and ratios["default_over_in_process"]["median"] <= GOAL_RATIO, "runs": per}
 
 
 def main() -> int:
@@ -314,27 +355,42 @@ def main() -> int:
     parser.add_argument("--small", type=int, default=8, help="requests in the small run")
     parser.add_argument("--large", type=int, default=40, help="requests in the large run")
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--bursts", default="16,1",
-                        help="events the server writes at once, per run (the first judges "
-                             "the goal)")
+    parser.add_argument("--cases", default="16,1,p1",
+                        help="server cases: N events written at once as fast as it can, "
+                             "or pM: one event a stream every M ms (the first judges the "
+                             "goal)")
+    parser.add_argument("--floors", default="bare,aiohttp",
+                        help="floor clients measured beside ours (sse_floor; '' for none)")
+    parser.add_argument("--base", default="",
+                        help="a git revision whose client is measured beside this tree's")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument("--serve", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--step-ms", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--client", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--kind", default="ours", help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.step_ms / 1000)
         return 0
     if args.client:
         sizes = [int(s) for s in args.sizes.split(",")]
-        print(json.dumps(client(args.client, args.workers, args.tokens, sizes,
-                                args.concurrency)))
+        if args.kind == "ours":
+            record = client(args.client, args.workers, args.tokens, sizes, args.concurrency)
+        else:
+            import sse_floor
+
+            reader = sse_floor.bare if args.kind == "bare" else sse_floor.raw_aiohttp
+            record = reader(args.client, args.tokens, sizes, args.concurrency)
+        print(json.dumps(record))
         return 0
     report = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
               **measure(rounds=args.rounds, tokens=args.tokens, small=args.small,
                         large=args.large, concurrency=args.concurrency,
-                        bursts=tuple(int(b) for b in args.bursts.split(",")))}
+                        cases=tuple(args.cases.split(",")),
+                        floors=tuple(f for f in args.floors.split(",") if f),
+                        base=args.base)}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench_sse_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable
+from functools import partial
 from typing import Protocol, cast
 from urllib.parse import urlsplit
 
@@ -50,6 +51,7 @@ class Exchange(Protocol):
     def sent(self, conn: Connection) -> None: ...
     def head(self, status: int, content_type: str) -> None: ...
     def body(self, data: bytes) -> None: ...
+    def framed(self, data: bytes) -> bool: ...
     def complete(self) -> None: ...
     def lost(self, exc: BaseException) -> None: ...
 
@@ -61,11 +63,16 @@ class Connection(asyncio.Protocol):
         import httptools
 
         self.pool = pool
-        self.pieces: list[bytes] = []  # the body's chunks from one read, handed over at once
+        # the body's chunks from one read, handed over at once (None: a chunk's end)
+        self.pieces: list[bytes | None] = []
         # httptools' body callback, one call a chunk (an engine writes an event a chunk):
         # the list's own append, a C call, not a Python method a chunk. Set before the
         # parser is made, which looks its callbacks up once.
         self.on_body: Callable[[bytes], None] = self.pieces.append
+        # A chunk's end, marked in the same list (also a C call): the parser stopped at a
+        # chunk boundary if the last thing it reported was one (``data_received``).
+        self.on_chunk_complete: Callable[[], None] = partial(self.pieces.append, None)
+        self.boundary = False  # the parser is at a chunk's start in a chunked body
         self.parser = httptools.HttpResponseParser(self)
         self.parser_error = httptools.HttpParserError
         self.transport: asyncio.Transport | None = None
@@ -86,9 +93,18 @@ class Connection(asyncio.Protocol):
             return
         self.answered = True
         try:
+            # Whole chunks of the response's template events are the exchange's own to
+            # read (``SseRequest.framed``), the parser left at the boundary they leave
+            # it at; any other bytes go through the parser.
+            if self.boundary and self.exchange.framed(data):
+                return
             self.parser.feed_data(data)
-            if self.pieces:
+            pieces = self.pieces
+            if pieces:
+                self.boundary = pieces[-1] is None
                 self.flush()
+            else:  # a chunk's size line, or part of one: not at a boundary now
+                self.boundary = False
         except self.parser_error as exc:
             # A callback's own error (a malformed event) arrives as its context.
             cause = exc.__context__ if type(exc).__name__ == "HttpParserCallbackError" else None
@@ -101,9 +117,9 @@ class Connection(asyncio.Protocol):
         """Hand the body read so far to the exchange: one call a read, not one a chunk (a
         server writes each event as its own chunk, and a read often holds several)."""
         pieces = self.pieces
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        data = pieces[0] if len(pieces) == 1 else b"".join(filter(None, pieces))
         pieces.clear()
-        if self.exchange is not None:
+        if data and self.exchange is not None:
             self.exchange.body(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -145,7 +161,7 @@ class Connection(asyncio.Protocol):
     def send(self, exchange: Exchange, request: bytes) -> None:
         assert self.transport is not None
         self.exchange, self.request, self.answered = exchange, request, False
-        self.content_type = b""
+        self.content_type, self.boundary = b"", False
         exchange.sent(self)
         self.transport.write(request)
 

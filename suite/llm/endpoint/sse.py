@@ -152,7 +152,7 @@ class SseRequest:
 
     __slots__ = ("chat", "client", "conn", "done", "error_body", "index", "key", "last",
                  "learned", "reported", "rest", "settled", "start", "state", "status",
-                 "template", "texts", "url")
+                 "swept", "template", "texts", "url")
 
     def __init__(self, client: Client, key: int, index: int, url: str,
                  chat: bool) -> None:
@@ -168,6 +168,7 @@ class SseRequest:
         self.done = self.reported = self.settled = False
         self.conn: Connection | None = None
         self.start = self.last = 0.0
+        self.swept = 0  # the events folded when the sweep last looked (``check``)
 
     # -- the connection's side (http_pool.Exchange) ------------------------------------
     def sent(self, conn: Connection) -> None:
@@ -209,6 +210,45 @@ class SseRequest:
                 at, resume = self._exact(buf, at, end, resume)
         if self.state.outputs > outputs and not self.reported:
             self._carried()
+
+    def framed(self, data: bytes) -> bool:
+        """Fold ``data``, the body's own bytes from a chunk's start (``http_pool``), if
+        it is whole chunks of the template's events (``Template.framed``): True if so,
+        and the connection's parser never sees them. A read an event (an engine's pace)
+        then costs this call, one match and the fold, not the HTTP parser's pass and
+        the line split of ``body``."""
+        template = self.template
+        if template is None or self.rest or self.reported or self.status != 200:
+            return False
+        state = self.state
+        if len(data) >= template.single:
+            read = template.framed(data)
+            if read is None:
+                return False
+            self._fold(*read)
+        else:  # ``Template.framed``'s one event, inline: the paced case's every read
+            match = template.chunk.fullmatch(data)
+            if match is None:
+                return False
+            size, head, text, ids = match.groups()
+            if head != template.head or int(size, 16) != template.fixed + len(text) + len(
+                    ids):
+                return False
+            state.chunks += 1
+            if ids:
+                state.ids += map(int, ids.split(b","))
+            if text and (not ids or self.texts):
+                self._fold(text, None, 0, 0)
+            if not (ids or text):
+                return True
+            state.outputs += 1
+        # No clock read: the sweep sees the events arrive (``check``). ``_carried``'s
+        # checks, inline: one call less a read.
+        cap = self.client.cap
+        if (not state.first_sent or len(state.ids) > cap or state.outputs > cap
+                or len(state.text) > TEXT_PIECES):
+            self._carried()
+        return True
 
     def _exact(self, buf: bytes, at: int, end: int, resume: bool) -> tuple[int, bool]:
         """Decode and fold the lines of ``buf[at:end]``, to ``end`` or to [DONE] (reported
@@ -268,7 +308,11 @@ class SseRequest:
             read = self.template.read(buf[at:stop]) if stop > at else None
             if read is None:
                 return at, False
-        texts, ids, events, outputs = read
+        self._fold(*read)
+        return stop, True
+
+    def _fold(self, texts: bytes, ids: list[int] | None, events: int, outputs: int) -> None:
+        """Fold what the template read (``Template.read``)."""
         state = self.state
         state.chunks += events
         state.outputs += outputs
@@ -280,7 +324,6 @@ class SseRequest:
             except ValueError as exc:
                 raise StreamError(f"malformed JSON in an event's text: {texts[:200]!r}"
                                   ) from exc
-        return stop, True
 
     def _carried(self) -> None:
         """Output arrived: held to the cap, and the first token reported once known."""
@@ -329,6 +372,8 @@ class SseRequest:
         if self.settled or self.conn is None:
             return
         first_byte, total = self.client.timeouts
+        if self.state.chunks != self.swept:  # events since the last sweep (``framed``)
+            self.swept, self.last = self.state.chunks, now
         if now - self.start >= total:
             error = TransportError(f"the request took over {total:g} s (timeout)")
         elif now - self.last >= first_byte:
