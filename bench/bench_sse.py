@@ -3,29 +3,39 @@
 A synthetic server that costs little per event (``serve``: raw asyncio, every event
 prebuilt and vLLM-shaped, one HTTP chunk each as engines write them, each open stream
 served in turn, as an engine's decode steps) runs in its own process, and its CPU is not
-counted. It writes ``burst`` events at once: 16 (the figure the goal is judged on) keeps
-the client saturated, as an engine's events pile up in the socket while a client at its
-ceiling is busy, so a read holds many of them; 1 is one event a write, where a read holds
-what arrived since the last one (few, when the client keeps up, and each read's own cost
-then counts per event). Against it, ``client`` streams 1-token events with 4,096-token outputs
-(the goal's shape; deepseek-r1 averages about 3,900) through the openai backend's own
-client in two configurations:
+counted. Its cases (``--cases``): ``16`` writes 16 events at once as fast as it can (the
+figure the goal is judged on): the client saturated, as an engine's events pile up in the
+socket while a client at its ceiling is busy, so a read holds many of them (coalesced);
+``1`` writes one event a write as fast as it can, where a read holds what arrived since
+the last one; ``p1`` is paced: one decode step a millisecond (the timer's resolution),
+each stream's event its own write, so a read holds one event, as at an engine's pace
+(tens of tokens a second a stream), and each read's own cost counts per event. Against
+it, ``client`` streams 1-token events with 4,096-token outputs (the goal's shape;
+deepseek-r1 averages about 3,900) through the openai backend's own client in two
+configurations:
 
-* ``in-process``: one ``EndpointClient`` (``backend.openai.client_workers = 0``);
+* ``in_process``: one ``EndpointClient`` (``backend.openai.client_workers = 0``);
 * ``default``: ``ClientWorkers`` with ``default_workers()`` processes (the backend's
-  default, ``client_workers = -1``), the parent reading their batched events.
+  default, ``client_workers = -1``), the parent reading their batched events;
+
+beside the floor under them (``sse_floor``, ``--floors``): ``bare``, a uvloop Protocol
+that only counts the same responses' bytes (what the event loop and the kernel cost a
+read), and ``aiohttp``, raw aiohttp streaming them; and, with ``--base REV``, the same two
+configurations of another revision's client (``base_in_process``, ``base_default``: its
+``suite`` exported by ``git archive`` and imported by those client processes).
 
 Each configuration runs in a fresh process; its CPU is that process's whole tree (itself
 and every client process it started, user + system, from ``/proc``), read before and
 after a small and a large run on the same warm client, so fixed costs (start-up, imports,
 connects) cancel in the marginal: (CPU(large) - CPU(small)) / (events(large) -
-events(small)). Events are the token events and the usage event of each response (the
-client's own ``chunks`` count, checked against the responses' length). Configurations
-alternate within each round; medians over rounds; the ratio default / in-process is
-formed within this invocation. No LoadGen: this is the client alone.
+events(small)); its read system calls (``syscr``) likewise (``reads_per_event``). Events
+are the token events and the usage event of each response (the client's own ``chunks``
+count, checked against the responses' length). Configurations alternate within each round;
+medians over rounds; each ratio is formed within a round, its median reported. No
+LoadGen: this is the client alone.
 
     python bench/bench_sse.py [--rounds 3] [--tokens 4096] [--small 8] [--large 40]
-                              [--bursts 16,1]
+                              [--cases 16,1,p1] [--floors bare,aiohttp] [--base REV]
 """
 
 from __future__ import annotations

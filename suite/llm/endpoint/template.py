@@ -29,6 +29,11 @@ the rest of the line keeps the learned structure and values. The texts are decod
 (``token_source = "tokenizer"``, or an event without ids); with the engine's ids a text
 is not validated. Any other piece goes to the exact reader, line by line, which may learn
 a new template (vLLM's first event, with ``prompt_token_ids``, differs from the rest).
+
+``Template.framed`` reads the same events in the body's own bytes where the response is
+chunked (``http_pool``): a read made of whole chunks, each one event of the template,
+each chunk's size line a hex number (no extensions) equal to its event's length, so
+the HTTP parser, which never sees them, is at a chunk's start after them as before.
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ from typing import Any
 
 IDS_KEY = b'"token_ids":['
 TEXT_KEY, CONTENT_KEY = b'"text":"', b'"content":"'  # completions; chat's ``delta``
-_TEXT = rb'(?:[^"\\\n]|\\[^\n])*)'  # a JSON string's content: ends at its closing quote
+# a JSON string's content: ends at its closing quote (possessive: never backtracked into)
+_TEXT = rb'[^"\\\n]*+(?:\\[^\n][^"\\\n]*+)*+)'
 _IDS = rb"[0-9]+(?:,[0-9]+)*)"
 _first, _second, _third, _fourth = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
 #: one HTTP/1.1 chunk's size line, no extensions (a chunk with any is read by httptools)
@@ -75,7 +81,10 @@ class Template:
         # one (``chunk``, the paced case: a read an event) or any number (``chunks``).
         # ``chunk``'s groups: the size, the head, the text and the ids (empty without).
         line = _line(len(head), middle, tail, b"(")[1:] + b"\r\n"
-        self.chunk = re.compile(_SIZE + line + (b"" if self.ids else b"()"))
+        # one id (what engines stream an event), so read by one ``int``: an event of
+        # several is ``chunks``' or the parser's
+        one = line.replace(_IDS, rb"[0-9]+)") if self.ids else line + b"()"
+        self.chunk = re.compile(_SIZE + one)
         self.chunks = re.compile(b"^" + _SIZE + line, re.MULTILINE)
         self.single = 2 * self.fixed  # bytes under which a read holds one event at most
 
@@ -108,8 +117,7 @@ class Template:
             size, head, text, ids = match.groups()
             if head != self.head or int(size, 16) != self.fixed + len(text) + len(ids):
                 return None
-            return text, list(map(int, ids.split(b","))) if ids else None, 1, int(
-                bool(ids or text))
+            return text, [int(ids)] if ids else None, 1, int(bool(ids or text))
         if not data.endswith(b"\n\n\r\n"):  # a read that ends inside a chunk: cheaply
             return None
         found = self.chunks.findall(data)
