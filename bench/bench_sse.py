@@ -3,39 +3,47 @@
 A synthetic server that costs little per event (``serve``: raw asyncio, every event
 prebuilt and vLLM-shaped, one HTTP chunk each as engines write them, each open stream
 served in turn, as an engine's decode steps) runs in its own process, and its CPU is not
-counted. It writes ``burst`` events at once: 16 (the figure the goal is judged on) keeps
-the client saturated, as an engine's events pile up in the socket while a client at its
-ceiling is busy, so a read holds many of them; 1 is one event a write, where a read holds
-what arrived since the last one (few, when the client keeps up, and each read's own cost
-then counts per event). Against it, ``client`` streams 1-token events with 4,096-token outputs
-(the goal's shape; deepseek-r1 averages about 3,900) through the openai backend's own
-client in two configurations:
+counted. Its cases (``--cases``): ``16`` writes 16 events at once as fast as it can (the
+figure the goal is judged on): the client saturated, as an engine's events pile up in the
+socket while a client at its ceiling is busy, so a read holds many of them (coalesced);
+``1`` writes one event a write as fast as it can, where a read holds what arrived since
+the last one; ``p1`` is paced: one decode step a millisecond (the timer's resolution),
+each stream's event its own write, so a read holds one event, as at an engine's pace
+(tens of tokens a second a stream), and each read's own cost counts per event. Against
+it, ``client`` streams 1-token events with 4,096-token outputs (the goal's shape;
+deepseek-r1 averages about 3,900) through the openai backend's own client in two
+configurations:
 
-* ``in-process``: one ``EndpointClient`` (``backend.openai.client_workers = 0``);
+* ``in_process``: one ``EndpointClient`` (``backend.openai.client_workers = 0``);
 * ``default``: ``ClientWorkers`` with ``default_workers()`` processes (the backend's
-  default, ``client_workers = -1``), the parent reading their batched events.
+  default, ``client_workers = -1``), the parent reading their batched events;
+
+beside the floor under them (``sse_floor``, ``--floors``): ``bare``, a uvloop Protocol
+that only counts the same responses' bytes (what the event loop and the kernel cost a
+read), and ``aiohttp``, raw aiohttp streaming them; and, with ``--base REV``, the same two
+configurations of another revision's client (``base_in_process``, ``base_default``: its
+``suite`` exported by ``git archive`` and imported by those client processes).
 
 Each configuration runs in a fresh process; its CPU is that process's whole tree (itself
 and every client process it started, user + system, from ``/proc``), read before and
 after a small and a large run on the same warm client, so fixed costs (start-up, imports,
 connects) cancel in the marginal: (CPU(large) - CPU(small)) / (events(large) -
-events(small)). Events are the token events and the usage event of each response (the
-client's own ``chunks`` count, checked against the responses' length). Configurations
-alternate within each round; medians over rounds; the ratio default / in-process is
-formed within this invocation. No LoadGen: this is the client alone.
+events(small)); its read system calls (``syscr``) likewise (``reads_per_event``). Events
+are the token events and the usage event of each response (the client's own ``chunks``
+count, checked against the responses' length). Configurations alternate within each round;
+medians over rounds; each ratio is formed within a round, its median reported. No
+LoadGen: this is the client alone.
 
     python bench/bench_sse.py [--rounds 3] [--tokens 4096] [--small 8] [--large 40]
-                              [--bursts 16,1]
+                              [--cases 16,1,p1] [--floors bare,aiohttp] [--base REV]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -48,156 +56,19 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
-from pinning import descendants
+# ``--base``'s client processes import another revision's ``suite`` (exported there).
+sys.path.insert(1, os.environ.get("BENCH_SSE_SUITE_ROOT")
+                or str(Path(__file__).resolve().parent.parent))
+from sse_floor import marginal, read_calls, tree_cpu_s, tree_pids
+from sse_server import VOCAB, serve, server
 
 REPO = Path(__file__).resolve().parent.parent
-VOCAB = 83  # tinylm's: the synthetic ids stay inside it
+ROOT_ENV = "BENCH_SSE_SUITE_ROOT"
 GOAL_US_PER_EVENT = 2.0
 GOAL_RATIO = 1.5
 
 
-# -- the server ------------------------------------------------------------------------
-def _chunk(payload: bytes) -> bytes:
-    """One SSE event as one HTTP/1.1 chunk (the transfer coding engines' servers use)."""
-    data = b"data: " + payload + b"\n\n"
-    return b"%x\r\n" % len(data) + data + b"\r\n"
-
-
-def _events() -> tuple[list[bytes], list[bytes], bytes]:
-    """Prebuilt token events (one per id, not last / last) and the response's head, shaped
-    as vLLM's completions chunks with ``return_token_ids``."""
-    def event(token: int, finish: str) -> bytes:
-        return _chunk(json.dumps(
-            {"id": "cmpl-0123456789abcdef", "object": "text_completion",
-             "created": 1765000000, "model": "synthetic",
-             "choices": [{"index": 0, "text": chr(32 + token), "logprobs": None,
-                          "finish_reason": finish or None, "stop_reason": None,
-                          "token_ids": [token]}]}, separators=(",", ":")).encode())
-    head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
-            b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
-    ids = range(1, VOCAB)
-    return [event(i, "") for i in ids], [event(i, "length") for i in ids], head
-
-
-class _Engine:
-    """Every open stream gets its next event each step (see the module docstring)."""
-
-    def __init__(self, burst: int) -> None:
-        self.middle, self.last, self.head = _events()
-        self.burst = burst
-        self.streams: list[list[Any]] = []  # [transport, position, count]
-        self.wake = asyncio.Event()
-
-    def start(self, transport: asyncio.Transport, body: bytes) -> None:
-        request = json.loads(body)
-        count = int(request["max_tokens"])
-        transport.write(self.head)
-        self.streams.append([transport, 0, count])
-        self.wake.set()
-
-    async def run(self) -> None:
-        middle, last, n, burst = self.middle, self.last, VOCAB - 1, self.burst
-        while True:
-            if not self.streams:
-                self.wake.clear()
-                await self.wake.wait()
-            for stream in list(self.streams):
-                transport, position, count = stream
-                if transport.is_closing():
-                    self.streams.remove(stream)
-                    continue
-                if transport.get_write_buffer_size() > 1 << 16:
-                    continue  # the client is behind: it reads what is buffered first
-                step = min(burst, count - 1 - position)
-                if step > 0:
-                    transport.write(b"".join(middle[(position + k) % n] for k in range(step)))
-                    position += step
-                else:
-                    usage = json.dumps({"id": "cmpl-0123456789abcdef", "choices": [],
-                                        "usage": {"prompt_tokens": 4, "total_tokens": count + 4,
-                                                  "completion_tokens": count}})
-                    transport.write(last[position % n] + _chunk(usage.encode())
-                                    + _chunk(b"[DONE]") + b"0\r\n\r\n")
-                    self.streams.remove(stream)
-                stream[1] = position
-            await asyncio.sleep(0)
-
-
-class _Connection(asyncio.Protocol):
-    """Reads ``POST`` requests (head and ``Content-Length`` body) and starts each stream."""
-
-    def __init__(self, engine: _Engine) -> None:
-        self.engine, self.buffer = engine, b""
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while (end := self.buffer.find(b"\r\n\r\n")) >= 0:
-            length = 0
-            for line in self.buffer[:end].split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            if len(self.buffer) < end + 4 + length:
-                return
-            body = self.buffer[end + 4:end + 4 + length]
-            self.buffer = self.buffer[end + 4 + length:]
-            assert self.transport is not None
-            self.engine.start(self.transport, body)
-
-
-async def _serve(burst: int) -> None:
-    loop = asyncio.get_running_loop()
-    engine = _Engine(burst)
-    server = await loop.create_server(lambda: _Connection(engine), "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    print(f"http://127.0.0.1:{port}", flush=True)
-    await engine.run()
-
-
-def serve(burst: int) -> None:
-    try:
-        import uvloop
-
-        uvloop.run(_serve(burst))
-    except ImportError:
-        asyncio.run(_serve(burst))
-
-
-@contextmanager
-def server(burst: int = 1) -> Iterator[str]:
-    """The server in its own process (its CPU is not the client's); yields its URL."""
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(burst)], cwd=REPO,
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http://"):
-            raise SystemExit(f"bench_sse: the synthetic server did not start ({url!r})")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 # -- the client ------------------------------------------------------------------------
-def _tree_cpu_s() -> float:
-    """This process's CPU (``getrusage``: to the microsecond) and its live descendants'
-    (the client processes: ``/proc``, in clock ticks)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    me, ticks = os.getpid(), 0
-    for pid in descendants(me):
-        if pid != me:
-            with contextlib.suppress(OSError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                ticks += int(fields[11]) + int(fields[12])  # utime, stime
-    return usage.ru_utime + usage.ru_stime + ticks / os.sysconf("SC_CLK_TCK")
-
-
 def client(url: str, workers: int, tokens: int, sizes: list[int],
            concurrency: int) -> dict[str, Any]:
     """Warm the client up, then each run size's whole-tree CPU (see the module docstring)."""
@@ -239,72 +110,122 @@ def client(url: str, workers: int, tokens: int, sizes: list[int],
         with lock:
             seen.update(first=0, done=0, tokens=0, want=count)
         finished.clear()
-        cpu, wall = _tree_cpu_s(), time.perf_counter()
+        cpu, wall, calls = tree_cpu_s(), time.perf_counter(), read_calls(tree_pids())
         runner.submit([(key + i, 0, prompts[0]) for i in range(count)])
         key += count
         if not finished.wait(600) or errors:
             raise SystemExit(f"bench_sse: the client failed: {errors[:1] or 'timeout'}")
-        cpu, wall = _tree_cpu_s() - cpu, time.perf_counter() - wall
+        cpu, wall = tree_cpu_s() - cpu, time.perf_counter() - wall
+        calls = read_calls(tree_pids()) - calls
         if seen["first"] != count or seen["tokens"] != count * tokens:
             raise SystemExit(f"bench_sse: {seen} after {count} requests of {tokens} tokens")
         return {"requests": count, "events": count * (tokens + 1), "cpu_s": cpu,
-                "wall_s": wall}
+                "wall_s": wall, "reads": calls}
 
     try:
         run(min(sizes))  # warm: connections open, code paths taken
         measured = [run(n) for n in sizes]
     finally:
         runner.close()
-    chunks = getattr(runner, "chunks", 0)
-    small, large = measured[0], measured[-1]
-    return {"workers": workers, "runs": measured, "client_chunks": chunks,
-            "us_per_event": (large["cpu_s"] - small["cpu_s"])
-            / (large["events"] - small["events"]) * 1e6}
+    return marginal(workers, measured, getattr(runner, "chunks", 0))
 
 
-def _client_process(url: str, workers: int, tokens: int, sizes: list[int],
-                    concurrency: int) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, "--client", url, "--workers",
-                           str(workers), "--tokens", str(tokens), "--sizes",
+def _client_process(url: str, kind: str, workers: int, tokens: int, sizes: list[int],
+                    concurrency: int, root: str = "") -> dict[str, Any]:
+    env = {**os.environ, ROOT_ENV: root} if root else None
+    done = subprocess.run([sys.executable, __file__, "--client", url, "--kind", kind,
+                           "--workers", str(workers), "--tokens", str(tokens), "--sizes",
                            ",".join(map(str, sizes)), "--concurrency", str(concurrency)],
-                          cwd=REPO, capture_output=True, text=True, timeout=1200)
+                          cwd=REPO, capture_output=True, text=True, timeout=1200, env=env)
     if done.returncode != 0:
         raise SystemExit(f"bench_sse: the client run failed (exit {done.returncode}): "
                          f"{done.stderr.strip()[-600:]}")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+@contextmanager
+def exported(rev: str) -> Iterator[str]:
+    """``rev``'s ``suite`` package in a temporary directory (``--base``)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench_sse_base_") as tmp:
+        archive = subprocess.run(["git", "archive", rev, "suite"], cwd=REPO, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        yield tmp
+
+
 def measure(*, rounds: int = 3, tokens: int = 4096, small: int = 8, large: int = 40,
-            concurrency: int = 16, bursts: tuple[int, ...] = (16, 1)) -> dict[str, Any]:
+            concurrency: int = 16, cases: tuple[str, ...] = ("16", "1", "p1"),
+            floors: tuple[str, ...] = ("bare", "aiohttp"), base: str = "") -> dict[str, Any]:
     """Every figure of the module docstring, for each server burst."""
     from suite.llm.endpoint.workers import default_workers
 
-    configs = {"in_process": 0, "default": default_workers()}
+    # name: (client kind, worker processes, suite root: "" this tree, else ``base``'s)
+    configs: dict[str, tuple[str, int, str]] = {
+        "in_process": ("ours", 0, ""), "default": ("ours", default_workers(), "")}
+    configs.update({name: (name, 0, "") for name in floors})
     report: dict[str, Any] = {
         "tokens_per_request": tokens, "events_per_request": tokens + 1,
         "requests": [small, large], "concurrency": concurrency, "rounds": rounds,
-        "workers_default": configs["default"], "load_average": [os.getloadavg()[0]]}
-    for burst in bursts:
-        per: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
-        with server(burst) as url:
-            for index in range(rounds):
-                names = list(configs) if index % 2 == 0 else list(reversed(configs))
-                for name in names:
-                    per[name].append(_client_process(url, configs[name], tokens,
-                                                     [small, large], concurrency))
-                report["load_average"].append(os.getloadavg()[0])
-        medians = {name: statistics.median(r["us_per_event"] for r in rows)
-                   for name, rows in per.items()}
-        ratios = [d["us_per_event"] / i["us_per_event"]
-                  for d, i in zip(per["default"], per["in_process"], strict=True)]
-        report[f"burst_{burst}"] = {
-            "us_per_event": medians, "default_over_in_process": statistics.median(ratios),
-            "ratios_by_round": ratios,
-            "goal_met": max(medians.values()) <= GOAL_US_PER_EVENT
-            and statistics.median(ratios) <= GOAL_RATIO, "runs": per}
+        "workers_default": default_workers(), "base": base,
+        "load_average": [os.getloadavg()[0]]}
+    with contextlib.ExitStack() as stack:
+        if base:
+            root = stack.enter_context(exported(base))
+            configs.update({"base_in_process": ("ours", 0, root),
+                            "base_default": ("ours", default_workers(), root)})
+        for case in cases:
+            name, burst, step_ms = _case(case)
+            report[name] = _burst(burst, step_ms, configs, rounds, tokens, small, large,
+                                  concurrency, report["load_average"])
     report["goal"] = {"us_per_event": GOAL_US_PER_EVENT, "ratio": GOAL_RATIO,
-                      "judged_on": f"burst_{bursts[0]}"}
+                      "judged_on": _case(cases[0])[0]}
     return report
+
+
+def _case(spec: str) -> tuple[str, int, float]:
+    """``N``: the server writes N events at once, as fast as it can (``burst_N``);
+    ``pM``: one event a stream every M ms, each its own write (``paced_Mms``)."""
+    if spec.startswith("p"):
+        return f"paced_{spec[1:]}ms", 1, float(spec[1:])
+    return f"burst_{spec}", int(spec), 0.0
+
+
+def _burst(burst: int, step_ms: float, configs: dict[str, tuple[str, int, str]],
+           rounds: int, tokens: int, small: int, large: int, concurrency: int,
+           load: list[float]) -> dict[str, Any]:
+    """One server case's rounds, every configuration in each (order alternating)."""
+    per: dict[str, list[dict[str, Any]]] = {name: [] for name in configs}
+    with server(burst, step_ms) as url:
+        for index in range(rounds):
+            names = list(configs) if index % 2 == 0 else list(reversed(configs))
+            for name in names:
+                kind, workers, root = configs[name]
+                per[name].append(_client_process(url, kind, workers, tokens, [small, large],
+                                                 concurrency, root))
+            load.append(os.getloadavg()[0])
+    medians = {name: statistics.median(r["us_per_event"] for r in rows)
+               for name, rows in per.items()}
+    reads = {name: statistics.median(r["reads_per_event"] for r in rows)
+             for name, rows in per.items()}
+
+    def ratio(top: str, bottom: str) -> dict[str, Any]:
+        # within each round (both measured back to back), then the median
+        each = [t["us_per_event"] / b["us_per_event"]
+                for t, b in zip(per[top], per[bottom], strict=True)]
+        return {"median": statistics.median(each), "by_round": each}
+
+    ratios = {"default_over_in_process": ratio("default", "in_process")}
+    ratios.update({f"in_process_over_{f}": ratio("in_process", f)
+                   for f in ("bare", "aiohttp") if f in per})
+    if "base_in_process" in per:
+        ratios.update(in_process_over_base=ratio("in_process", "base_in_process"),
+                      default_over_base=ratio("default", "base_default"))
+    ours = (medians["in_process"], medians["default"])
+    return {"us_per_event": medians, "reads_per_event": reads, "ratios": ratios,
+            "goal_met": max(ours) <= GOAL_US_PER_EVENT
+            and ratios["default_over_in_process"]["median"] <= GOAL_RATIO, "runs": per}
 
 
 def main() -> int:
@@ -314,27 +235,42 @@ def main() -> int:
     parser.add_argument("--small", type=int, default=8, help="requests in the small run")
     parser.add_argument("--large", type=int, default=40, help="requests in the large run")
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--bursts", default="16,1",
-                        help="events the server writes at once, per run (the first judges "
-                             "the goal)")
+    parser.add_argument("--cases", default="16,1,p1",
+                        help="server cases: N events written at once as fast as it can, "
+                             "or pM: one event a stream every M ms (the first judges the "
+                             "goal)")
+    parser.add_argument("--floors", default="bare,aiohttp",
+                        help="floor clients measured beside ours (sse_floor; '' for none)")
+    parser.add_argument("--base", default="",
+                        help="a git revision whose client is measured beside this tree's")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     parser.add_argument("--serve", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--step-ms", type=float, default=0.0, help=argparse.SUPPRESS)
     parser.add_argument("--client", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--kind", default="ours", help=argparse.SUPPRESS)
     parser.add_argument("--workers", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.step_ms / 1000)
         return 0
     if args.client:
         sizes = [int(s) for s in args.sizes.split(",")]
-        print(json.dumps(client(args.client, args.workers, args.tokens, sizes,
-                                args.concurrency)))
+        if args.kind == "ours":
+            record = client(args.client, args.workers, args.tokens, sizes, args.concurrency)
+        else:
+            import sse_floor
+
+            reader = sse_floor.bare if args.kind == "bare" else sse_floor.raw_aiohttp
+            record = reader(args.client, args.tokens, sizes, args.concurrency)
+        print(json.dumps(record))
         return 0
     report = {"created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
               **measure(rounds=args.rounds, tokens=args.tokens, small=args.small,
                         large=args.large, concurrency=args.concurrency,
-                        bursts=tuple(int(b) for b in args.bursts.split(",")))}
+                        cases=tuple(args.cases.split(",")),
+                        floors=tuple(f for f in args.floors.split(",") if f),
+                        base=args.base)}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"bench_sse_{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")

@@ -4,14 +4,21 @@ The endpoint client sends one kind of request, a JSON ``POST`` whose response st
 this module owns only that: a pool of asyncio connections per base URL, each request
 written as one preformatted byte string (request line, fixed headers, length, body), and
 each response parsed by ``httptools`` (llhttp, the parser uvloop's and uvicorn's servers
-use; it also undoes the chunked transfer coding). No response parser is written here.
-A general client (aiohttp) spent most of a request's CPU on per-request objects
-(request, payload, timers, header multidicts) that one fixed request does not need.
+use; it also undoes the chunked transfer coding). No response parser is written here. A
+general client (aiohttp) spent most of a request's CPU on per-request objects (request,
+payload, timers, header multidicts) that one fixed request does not need.
 
 A request is an ``Exchange``: the connection calls its ``head``/``body``/``complete`` as
-the parser reports them, and ``lost`` if the connection ends first. An idle connection is
-kept ``keepalive_s`` at most (under the server's own idle limit), and one the server closed
-while idle is dropped, never written to.
+the parser reports them, and ``lost`` if the connection ends first. One read is the
+exchange's own before the parser's: where the parser stopped at a chunk's start in a
+chunked body (it reports each chunk's end, ``on_chunk_complete``), the read is offered to
+``framed`` first, which takes it if it is whole chunks it can read itself (a streamed
+response's token events; a chunk cut off at the read's end it holds for the next read),
+and the parser, never fed those bytes, is still at a chunk's start after them; any other
+read it gives back, with what it held before it, for the parser. At an engine's pace a
+read is one event, and this halves the client's Python a read (``bench/PERFORMANCE.md``).
+An idle connection is kept ``keepalive_s`` at most (under the server's own idle limit),
+and one the server closed while idle is dropped, never written to.
 
 One failure is not the server's answer, and only that one is sent again (once, on a new
 connection, counted in ``Pool.resent``): a *reused* connection that closes before a single
@@ -19,8 +26,8 @@ byte of the response. The server closed it at its idle limit with the request un
 race no client clock can rule out, since a server whose loop stalls runs its idle timer
 before it reads (uvicorn on uvloop, measured: a request written 3.9 s into a 5 s limit,
 the server stopped for 1.5 s, is answered by a reset). The server never saw the request
-(RFC 9110 9.2.2 allows the retry). A new connection that closes unanswered, a response
-cut off, a timeout: each is the request's failure, never retried.
+(RFC 9110 9.2.2 allows the retry). A new connection that closes unanswered, a response cut
+off, a timeout: each is the request's failure, never retried.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Callable
+from functools import partial
 from typing import Protocol, cast
 from urllib.parse import urlsplit
 
@@ -50,6 +58,7 @@ class Exchange(Protocol):
     def sent(self, conn: Connection) -> None: ...
     def head(self, status: int, content_type: str) -> None: ...
     def body(self, data: bytes) -> None: ...
+    def framed(self, data: bytes) -> bytes | None: ...
     def complete(self) -> None: ...
     def lost(self, exc: BaseException) -> None: ...
 
@@ -61,11 +70,16 @@ class Connection(asyncio.Protocol):
         import httptools
 
         self.pool = pool
-        self.pieces: list[bytes] = []  # the body's chunks from one read, handed over at once
+        # the body's chunks from one read, handed over at once (None: a chunk's end)
+        self.pieces: list[bytes | None] = []
         # httptools' body callback, one call a chunk (an engine writes an event a chunk):
         # the list's own append, a C call, not a Python method a chunk. Set before the
         # parser is made, which looks its callbacks up once.
         self.on_body: Callable[[bytes], None] = self.pieces.append
+        # A chunk's end, marked in the same list (also a C call): the parser stopped at a
+        # chunk boundary if the last thing it reported was one (``data_received``).
+        self.on_chunk_complete: Callable[[], None] = partial(self.pieces.append, None)
+        self.boundary = False  # the parser is at a chunk's start in a chunked body
         self.parser = httptools.HttpResponseParser(self)
         self.parser_error = httptools.HttpParserError
         self.transport: asyncio.Transport | None = None
@@ -86,9 +100,21 @@ class Connection(asyncio.Protocol):
             return
         self.answered = True
         try:
+            # Whole chunks of the response's template events are the exchange's own to
+            # read (``SseRequest.framed``), the parser left at the boundary they leave
+            # it at; any other bytes go through the parser.
+            if self.boundary:
+                rest = self.exchange.framed(data)
+                if rest is None:
+                    return
+                data = rest  # with the chunk's start the exchange held, if any
             self.parser.feed_data(data)
-            if self.pieces:
+            pieces = self.pieces
+            if pieces:
+                self.boundary = pieces[-1] is None
                 self.flush()
+            else:  # a chunk's size line, or part of one: not at a boundary now
+                self.boundary = False
         except self.parser_error as exc:
             # A callback's own error (a malformed event) arrives as its context.
             cause = exc.__context__ if type(exc).__name__ == "HttpParserCallbackError" else None
@@ -101,9 +127,9 @@ class Connection(asyncio.Protocol):
         """Hand the body read so far to the exchange: one call a read, not one a chunk (a
         server writes each event as its own chunk, and a read often holds several)."""
         pieces = self.pieces
-        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        data = pieces[0] if len(pieces) == 1 else b"".join(filter(None, pieces))
         pieces.clear()
-        if self.exchange is not None:
+        if data and self.exchange is not None:
             self.exchange.body(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -145,7 +171,7 @@ class Connection(asyncio.Protocol):
     def send(self, exchange: Exchange, request: bytes) -> None:
         assert self.transport is not None
         self.exchange, self.request, self.answered = exchange, request, False
-        self.content_type = b""
+        self.content_type, self.boundary = b"", False
         exchange.sent(self)
         self.transport.write(request)
 

@@ -2,18 +2,23 @@
 
 ``SseRequest`` is the endpoint client's side of one request on a pooled connection
 (``http_pool.Exchange``): the parser hands it each piece of the body (what one read
-brought), it splits the piece into lines (one Python-level step per piece, not per
-byte) and folds each ``data:`` line into a ``StreamState``, and ``data: [DONE]`` ends it
-(or, for an engine known to send none, the response's end after an event with
+brought), it splits the piece into lines (one Python-level step per piece, not per byte)
+and folds each ``data:`` line into a ``StreamState``, and ``data: [DONE]`` ends it (or,
+for an engine known to send none, the response's end after an event with
 ``finish_reason``: ``Client.end_without_done``). A line of the response's plain token
 event is read by its bytes against the template learned from an earlier one
 (``template``); any other is decoded (orjson where installed) and folded by
-``read_event``, the exact reader, which the template reproduces. Output is held to the
-cap and the first token reported once a piece is folded (``_carried``). It also judges the
-request's timeouts when its client's sweep asks (``check``): no data for the first-byte
-timeout, or longer than the total, aborts the connection. How a request ended goes to its
-client once (``report``); when it no longer holds a connection it is ``settle``d.
-``with_eos`` is the one usage reconciliation (an EOS the engine counts and its text omits).
+``read_event``, the exact reader, which the template reproduces. Where the response is
+chunked, a read that is whole chunks of the template's events comes to ``framed`` before
+the connection's HTTP parser sees it, and is folded the same way with the chunk framing
+checked (``Template.framed``); a read of one event (an engine's pace) is matched inline.
+Output is held to the cap and the first token reported once a piece is folded
+(``_carried``). It also judges the request's timeouts when its client's sweep asks
+(``check``): no data for the first-byte timeout, or longer than the total, aborts the
+connection (``framed`` reads no clock: the sweep sees its events arrive, so that timeout
+may fire one sweep later). How a request ended goes to its client once (``report``);
+when it no longer holds a connection it is ``settle``d. ``with_eos`` is the one usage
+reconciliation (an EOS the engine counts and its text omits).
 """
 
 from __future__ import annotations
@@ -150,9 +155,9 @@ class Client(Protocol):
 class SseRequest:
     """One sample's request and response (see the module docstring)."""
 
-    __slots__ = ("chat", "client", "conn", "done", "error_body", "index", "key", "last",
-                 "learned", "reported", "rest", "settled", "start", "state", "status",
-                 "template", "texts", "url")
+    __slots__ = ("chat", "client", "conn", "done", "error_body", "held", "index", "key",
+                 "last", "learned", "reported", "rest", "settled", "start", "state",
+                 "status", "swept", "template", "texts", "url")
 
     def __init__(self, client: Client, key: int, index: int, url: str,
                  chat: bool) -> None:
@@ -164,10 +169,12 @@ class SseRequest:
         # an event without ids keeps its text (``EndpointClient._finish``'s check).
         self.texts = client.settings.token_source != "engine"
         self.rest = self.error_body = b""
+        self.held = b""  # a chunk cut off at a read's end, not yet parsed (``framed``)
         self.status = 0
         self.done = self.reported = self.settled = False
         self.conn: Connection | None = None
         self.start = self.last = 0.0
+        self.swept = 0  # the events folded when the sweep last looked (``check``)
 
     # -- the connection's side (http_pool.Exchange) ------------------------------------
     def sent(self, conn: Connection) -> None:
@@ -209,6 +216,58 @@ class SseRequest:
                 at, resume = self._exact(buf, at, end, resume)
         if self.state.outputs > outputs and not self.reported:
             self._carried()
+
+    def framed(self, data: bytes) -> bytes | None:
+        """Fold ``data``, the body's own bytes from a chunk's start (``http_pool``), if
+        it is whole chunks of the template's events (``Template.framed``), and the
+        connection's parser never sees them: None. A chunk cut off at the read's end is
+        held for the next read (``held``), so a large read is taken too. Else the bytes
+        the parser is to read, from the chunk's start: those held, then ``data``. A read
+        of one event (an engine's pace) then costs this call, one match and the fold, not
+        the HTTP parser's pass and the line split of ``body``."""
+        template = self.template
+        held = self.held
+        if template is None or self.rest or self.reported or self.status != 200:
+            return self._release(data)
+        state = self.state
+        if held or len(data) >= template.single:
+            buf = held + data if held else data
+            end = buf.rfind(b"\n\n\r\n") + 4  # after the last whole chunk, if any is
+            if end < 4 or len(buf) - end >= template.single:
+                return self._release(data)
+            read = template.framed(buf if end == len(buf) else buf[:end])
+            if read is None:
+                return self._release(data)
+            self.held = buf[end:]
+            self._fold(*read)
+        else:  # ``Template.framed``'s one event, inline: the paced case's every read
+            match = template.chunk.fullmatch(data)
+            if match is None:
+                return data
+            size, head, text, ids = match.groups()
+            if head != template.head or int(size, 16) != template.fixed + len(text) + len(
+                    ids):
+                return data
+            state.chunks += 1
+            if ids:
+                state.ids.append(int(ids))
+            if text and (not ids or self.texts):
+                self._fold(text, None, 0, 0)
+            if not (ids or text):
+                return None
+            state.outputs += 1
+        # No clock read: the sweep sees the events arrive (``check``). ``_carried``'s
+        # checks, inline: one call less a read.
+        cap = self.client.cap
+        if (not state.first_sent or len(state.ids) > cap or state.outputs > cap
+                or len(state.text) > TEXT_PIECES):
+            self._carried()
+        return None
+
+    def _release(self, data: bytes) -> bytes:
+        """The bytes held (a chunk's start) and ``data``, for the parser to read."""
+        held, self.held = self.held, b""
+        return held + data if held else data
 
     def _exact(self, buf: bytes, at: int, end: int, resume: bool) -> tuple[int, bool]:
         """Decode and fold the lines of ``buf[at:end]``, to ``end`` or to [DONE] (reported
@@ -268,7 +327,11 @@ class SseRequest:
             read = self.template.read(buf[at:stop]) if stop > at else None
             if read is None:
                 return at, False
-        texts, ids, events, outputs = read
+        self._fold(*read)
+        return stop, True
+
+    def _fold(self, texts: bytes, ids: list[int] | None, events: int, outputs: int) -> None:
+        """Fold what the template read (``Template.read``)."""
         state = self.state
         state.chunks += events
         state.outputs += outputs
@@ -280,7 +343,6 @@ class SseRequest:
             except ValueError as exc:
                 raise StreamError(f"malformed JSON in an event's text: {texts[:200]!r}"
                                   ) from exc
-        return stop, True
 
     def _carried(self) -> None:
         """Output arrived: held to the cap, and the first token reported once known."""
@@ -329,6 +391,8 @@ class SseRequest:
         if self.settled or self.conn is None:
             return
         first_byte, total = self.client.timeouts
+        if self.state.chunks != self.swept:  # events since the last sweep (``framed``)
+            self.swept, self.last = self.state.chunks, now
         if now - self.start >= total:
             error = TransportError(f"the request took over {total:g} s (timeout)")
         elif now - self.last >= first_byte:

@@ -29,19 +29,28 @@ the rest of the line keeps the learned structure and values. The texts are decod
 (``token_source = "tokenizer"``, or an event without ids); with the engine's ids a text
 is not validated. Any other piece goes to the exact reader, line by line, which may learn
 a new template (vLLM's first event, with ``prompt_token_ids``, differs from the rest).
+
+``Template.framed`` reads the same events in the body's own bytes where the response is
+chunked (``http_pool``): a read made of whole chunks, each one event of the template,
+each chunk's size line a hex number (no extensions) equal to its event's length, so
+the HTTP parser, which never sees them, is at a chunk's start after them as before.
 """
 
 from __future__ import annotations
 
 import re
-from operator import itemgetter
+from itertools import repeat
+from operator import add, itemgetter, sub
 from typing import Any
 
 IDS_KEY = b'"token_ids":['
 TEXT_KEY, CONTENT_KEY = b'"text":"', b'"content":"'  # completions; chat's ``delta``
-_TEXT = rb'(?:[^"\\\n]|\\[^\n])*)'  # a JSON string's content: ends at its closing quote
+# a JSON string's content: ends at its closing quote (possessive: never backtracked into)
+_TEXT = rb'[^"\\\n]*+(?:\\[^\n][^"\\\n]*+)*+)'
 _IDS = rb"[0-9]+(?:,[0-9]+)*)"
-_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
+_first, _second, _third, _fourth = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+#: one HTTP/1.1 chunk's size line, no extensions (a chunk with any is read by httptools)
+_SIZE = rb"([0-9a-fA-F]{1,8})\r\n"
 
 
 def _line(head: int, middle: bytes, tail: bytes | None, group: bytes) -> bytes:
@@ -55,7 +64,7 @@ def _line(head: int, middle: bytes, tail: bytes | None, group: bytes) -> bytes:
 class Template:
     """One response's plain token event, cut around its text and ids (module docstring)."""
 
-    __slots__ = ("fixed", "head", "ids", "pattern", "run")
+    __slots__ = ("chunk", "chunks", "fixed", "head", "ids", "pattern", "run", "single")
 
     def __init__(self, head: bytes, middle: bytes, tail: bytes | None) -> None:
         self.head, self.ids = head, tail is not None
@@ -68,6 +77,16 @@ class Template:
         self.run = re.compile(b"(?:" + _line(len(head), middle, tail, b"(?:") + b")+",
                               re.MULTILINE)
         self.fixed = len(head) + len(middle) + (len(tail) if tail is not None else 0) + 2
+        # The same events, each one HTTP chunk as the body's bytes carry it (``framed``):
+        # one (``chunk``, the paced case: a read an event) or any number (``chunks``).
+        # ``chunk``'s groups: the size, the head, the text and the ids (empty without).
+        line = _line(len(head), middle, tail, b"(")[1:] + b"\r\n"
+        # one id (what engines stream an event), so read by one ``int``: an event of
+        # several is ``chunks``' or the parser's
+        one = line.replace(_IDS, rb"[0-9]+)") if self.ids else line + b"()"
+        self.chunk = re.compile(_SIZE + one)
+        self.chunks = re.compile(b"^" + _SIZE + line, re.MULTILINE)
+        self.single = 2 * self.fixed  # bytes under which a read holds one event at most
 
     def read(self, piece: bytes) -> tuple[bytes, list[int] | None, int, int] | None:
         """(the texts' bytes joined, the ids or None, events, events with output) of a
@@ -86,6 +105,37 @@ class Template:
             return texts, None, count, count - list(map(_second, found)).count(b"")
         return texts, list(map(int, ids.split(b","))), count, count
 
+
+    def framed(self, data: bytes) -> tuple[bytes, list[int] | None, int, int] | None:
+        """``read`` of the body's own bytes where it is chunked (``http_pool``): ``data``
+        from a chunk's start, made of whole chunks that are each one of this template's
+        events, each chunk's size its event's; None for any other ``data``."""
+        if len(data) < self.single:  # one event at most
+            match = self.chunk.fullmatch(data)
+            if match is None:
+                return None
+            size, head, text, ids = match.groups()
+            if head != self.head or int(size, 16) != self.fixed + len(text) + len(ids):
+                return None
+            return text, [int(ids)] if ids else None, 1, int(bool(ids or text))
+        if not data.endswith(b"\n\n\r\n"):  # a read that ends inside a chunk: cheaply
+            return None
+        found = self.chunks.findall(data)
+        count = len(found)
+        if not count or list(map(_second, found)).count(self.head) != count:
+            return None
+        sizes = list(map(int, map(_first, found), repeat(16)))
+        texts = list(map(_third, found))
+        ids = list(map(_fourth, found)) if self.ids else []
+        # Each chunk's size is its event's, and the chunks cover ``data`` end to end.
+        lengths = map(add, map(len, texts), map(len, ids)) if ids else map(len, texts)
+        if (list(map(sub, sizes, repeat(self.fixed))) != list(lengths)
+                or sum(sizes) + sum(map(len, map(_first, found))) + 4 * count != len(data)):
+            return None
+        text = b"".join(texts)
+        if not self.ids:
+            return text, None, count, count - texts.count(b"")
+        return text, list(map(int, b",".join(ids).split(b","))), count, count
 
     def prefix(self, piece: bytes) -> int:
         """How many bytes at the start of ``piece`` are lines of this template's shape
