@@ -35,6 +35,13 @@ pytest_plugins = ["tests.support.backend_variants", "tests.support.round_trees",
 _CONFIG_HOME = tempfile.mkdtemp(prefix="suite-tests-config-")
 os.environ["XDG_CONFIG_HOME"] = _CONFIG_HOME  # in-process calls too (suite.paths)
 
+# A session started in the background by a non-interactive shell (`make test &`, nohup in
+# a script) inherits SIGINT ignored, and so would every `suite` it starts (an ignored
+# signal stays ignored across exec): the Ctrl-C tests would then see a run that cannot be
+# interrupted. Python's own handler here becomes the default action in each child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 #: ``--set`` values that make a quick null-backend Offline test VALID however fast or slow
 #: the machine: no minimum duration and a fixed sample count. LoadGen sizes an Offline

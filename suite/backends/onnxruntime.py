@@ -56,8 +56,10 @@ def weight_types(model: Path) -> str:
         with model.open("rb") as file, mmap.mmap(file.fileno(), 0,
                                                    access=mmap.ACCESS_READ) as data:
             types = _initializer_types(data)
-    except (OSError, ValueError) as exc:  # a file onnxruntime loaded but that is no protobuf
-        raise BackendError(f"cannot read the weight types of {model}: {exc}") from exc
+    except (OSError, ValueError, _NotProtobuf) as exc:  # no protobuf; ValueError: empty
+        raise BackendError(f"cannot read the weight types of {model}: {exc}",
+                           hint="check that the file is an ONNX model (onnx.checker."
+                                "check_model) and that it is whole") from exc
     found = {_WEIGHT_TYPES[t] for t in types if t in _WEIGHT_TYPES}
     return "+".join(sorted(found)) or "none (the graph has no weight initializers)"
 
@@ -75,6 +77,10 @@ def _initializer_types(data: mmap.mmap) -> set[int]:
     return found
 
 
+class _NotProtobuf(BackendError):
+    """The bytes are not the protobuf message they should be (turned into one line)."""
+
+
 def _fields(data: mmap.mmap, start: int, end: int) -> Iterator[tuple[int, int | tuple[int, int]]]:
     """(field number, value) of the protobuf message in ``data[start:end]``: a varint's
     value, a length-delimited field's (start, end); fixed-size fields are skipped."""
@@ -88,15 +94,15 @@ def _fields(data: mmap.mmap, start: int, end: int) -> Iterator[tuple[int, int | 
         elif wire == 2:
             length, at = _varint(data, at, end)
             if at + length > end:
-                raise ValueError(f"field {number} runs past its message (byte {at})")
+                raise _NotProtobuf(f"field {number} runs past its message (byte {at})")
             yield number, (at, at + length)
             at += length
         elif wire in (1, 5):
             at += 8 if wire == 1 else 4
         else:
-            raise ValueError(f"unknown protobuf wire type {wire} at byte {at}")
+            raise _NotProtobuf(f"unknown protobuf wire type {wire} at byte {at}")
     if at != end:
-        raise ValueError(f"a field runs past its message (byte {end})")
+        raise _NotProtobuf(f"a field runs past its message (byte {end})")
 
 
 def _varint(data: mmap.mmap, at: int, end: int) -> tuple[int, int]:
@@ -106,7 +112,7 @@ def _varint(data: mmap.mmap, at: int, end: int) -> tuple[int, int]:
         value, at, shift = value | (byte & 0x7F) << shift, at + 1, shift + 7
         if byte < 0x80:
             return value, at
-    raise ValueError(f"a varint runs past its message (byte {at})")
+    raise _NotProtobuf(f"a varint runs past its message (byte {at})")
 
 
 class OnnxRuntimeOptions(BackendOptions):

@@ -120,10 +120,27 @@ class StagedDigits:
     @property
     def labels(self) -> Any:
         if self._labels is None:
-            from suite.datasets.digits import staged_split
-
-            self._labels = staged_split(self.card, self.cache_dir)[1]
+            self._labels = self._read_labels()
         return self._labels
+
+    def _read_labels(self) -> Any:
+        # Read here, not through ``digits.staged_split``: that module imports this one.
+        import numpy as np
+
+        path = staged_path(self.card, self.cache_dir)
+        try:
+            with np.load(path) as staged:
+                labels = staged["labels"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise DatasetError(f"{path}: the staged digits split cannot be read ({exc})",
+                               hint=f"delete {path.parent} and run again: the split "
+                                    "is staged afresh") from None
+        if labels.dtype != np.int64 or labels.shape != (self.total,):
+            raise DatasetError(f"{path}: the staged labels are {labels.dtype} "
+                               f"{list(labels.shape)}, not int64 [{self.total}] as recorded",
+                               hint=f"delete {path.parent} and run again: the split is "
+                                    "staged afresh")
+        return labels
 
 
 def described(card: ModelCard, data: DataConfig | None) -> StagedDigits | None:

@@ -19,10 +19,11 @@ The rules (``RULES``), each found on ``transformers serve`` 5.24 (``docs/llm-end
   only from an engine the probe identified as one known to send none
   (``ENDS_WITHOUT_DONE``): the response's end ends it (``end_without_done``).
 
-And one reconciliation, on every response (``sse.with_eos``): with ``tokenizer`` ids, a stream
-that ended on ``stop`` with usage exactly one above its text's ids ended on EOS, which the
-engine counts and its text omits (decoded without special tokens); EOS is appended, as the
-reference keeps it in its output (``suite.llm.generation``).
+And one reconciliation, on every response (``ClientSettings.with_eos``): with
+``tokenizer`` ids, a stream that ended on ``stop`` with usage exactly one above its text's
+ids ended on EOS, which the engine counts and its text omits (decoded without special
+tokens); EOS is appended, as the reference keeps it in its output
+(``suite.llm.generation``).
 """
 
 from __future__ import annotations

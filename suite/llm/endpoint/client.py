@@ -24,9 +24,10 @@ Token ids, in this order of preference (``TokenSource``):
   ``transformers serve``).
 
 When the server reports usage (``stream_options.include_usage``), a completion-token
-count that differs from the ids received is an error (but ``sse.with_eos``). Every
-failure (connection, HTTP status, timeout, malformed event, a count that disagrees) is
-reported once, naming the URL and the sample, and nothing is retried: a silent retry would
+count that differs from the ids received is an error (but
+``ClientSettings.with_eos``). Every failure (connection, HTTP status, timeout, malformed
+event, a count that disagrees) is reported once, naming the URL and the sample, and
+nothing is retried: a silent retry would
 hide a server's failure inside its latency. The one request sent again is one the server
 never read (a kept-alive connection it closed at its idle limit, ``http_pool``), counted.
 """
@@ -43,7 +44,7 @@ from typing import Any, Protocol
 
 from suite.llm.endpoint.http_pool import Pool, StreamError, TransportError
 from suite.llm.endpoint.settings import ClientSettings, Prompt, TokenSource
-from suite.llm.endpoint.sse import SseRequest, StreamState, read_event, with_eos
+from suite.llm.endpoint.sse import SseRequest, StreamState, read_event
 from suite.llm.endpoint.tool_calls import Finisher
 
 __all__ = ["ClientSettings", "EndpointClient", "StreamError", "StreamState", "TokenSource",
@@ -305,7 +306,7 @@ class EndpointClient:
         if ids and max(ids) >= s.vocab_size:
             raise StreamError(f"token id {max(ids)} is outside the card's vocabulary "
                               f"({s.vocab_size} tokens): the server serves another model")
-        with_eos(s, state, ids, self.reconciled)
+        s.with_eos(state.finish_reason, state.usage, ids, self.reconciled)
         if state.usage is not None and state.usage != len(ids):
             raise StreamError(f"the server reports {state.usage} completion tokens but "
                               f"streamed {len(ids)} ({s.token_source} ids)")

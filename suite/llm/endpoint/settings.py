@@ -41,7 +41,7 @@ class ClientSettings:
     #: The card's ``max_new_tokens``, which no response may pass whatever a request asked
     #: (0: ``max_tokens``; the pre-flight asks for fewer).
     limit: int = 0
-    eos_id: int = -1  # the card's EOS id (-1: none; ``sse.with_eos``)
+    eos_id: int = -1  # the card's EOS id (-1: none; ``with_eos``)
     end_without_done: bool = False  # the engine is known to send no [DONE] (``adapt``)
     #: each prompt is chat messages with tools (a dict); responses recorded whole
     #: (``tool_calls``), counted with the card's tokenizer
@@ -53,6 +53,16 @@ class ClientSettings:
         asked = self.extra_body.get("max_tokens", self.max_tokens)
         limit = self.limit or self.max_tokens
         return min(asked, limit) if isinstance(asked, int) and asked > 0 else limit
+
+    def with_eos(self, finish_reason: str | None, usage: int | None, ids: list[int],
+                 counts: dict[str, int]) -> None:
+        """Append EOS to ``ids`` where the engine's usage counted it and its text omitted
+        it (``adapt``'s module docstring), counted in ``counts`` (``eos_from_usage``): the
+        one usage reconciliation."""
+        if (self.token_source == "tokenizer" and self.eos_id >= 0
+                and finish_reason == "stop" and usage == len(ids) + 1):
+            ids.append(self.eos_id)
+            counts["eos_from_usage"] = counts.get("eos_from_usage", 0) + 1
 
     def headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}

@@ -17,8 +17,7 @@ Output is held to the cap and the first token reported once a piece is folded
 (``check``): no data for the first-byte timeout, or longer than the total, aborts the
 connection (``framed`` reads no clock: the sweep sees its events arrive, so that timeout
 may fire one sweep later). How a request ended goes to its client once (``report``);
-when it no longer holds a connection it is ``settle``d. ``with_eos`` is the one usage
-reconciliation (an EOS the engine counts and its text omits).
+when it no longer holds a connection it is ``settle``d.
 """
 
 from __future__ import annotations
@@ -120,19 +119,7 @@ class Settings(Protocol):
     @property
     def token_source(self) -> str: ...
     @property
-    def eos_id(self) -> int: ...  # the card's EOS id (-1: none)
-    @property
     def end_without_done(self) -> bool: ...  # the engine is known to send no [DONE]
-
-
-def with_eos(settings: Settings, state: StreamState, ids: list[int],
-             counts: dict[str, int]) -> None:
-    """Append EOS to ``ids`` where the engine's usage counted it and its text omitted it
-    (``adapt``'s module docstring), counted in ``counts`` (``eos_from_usage``)."""
-    if (settings.token_source == "tokenizer" and settings.eos_id >= 0
-            and state.finish_reason == "stop" and state.usage == len(ids) + 1):
-        ids.append(settings.eos_id)
-        counts["eos_from_usage"] = counts.get("eos_from_usage", 0) + 1
 
 
 class Client(Protocol):
