@@ -31,7 +31,8 @@ class Severity(StrEnum):
 class Finding(BaseModel):
     """One failed (or noteworthy) rule or check, where it is, and why."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # validators built at first use: a run imports models it never validates
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     rule: str = Field(description="rule or check id: PERF-DURATION, LINT-UNIT, AUDIT-3, ...")
     severity: Severity

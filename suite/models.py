@@ -85,7 +85,7 @@ def card_kind(paths: Paths, benchmark: str) -> Kind:
 
 
 class _Card(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)  # built when used
 
 
 class ModelFiles(_Card):

@@ -33,7 +33,8 @@ SCHEMA_VERSION = 2
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # validators built at first use: a run imports models it never validates
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Status(StrEnum):

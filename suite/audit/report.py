@@ -46,7 +46,8 @@ class Check(Finding):
 class Attempt(BaseModel):
     """One attempt of a packaged result, as its bundle recorded it."""
 
-    model_config = ConfigDict(extra="ignore")
+    # validators built at first use: a run imports models it never validates
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     run_id: str
     time: str
@@ -65,7 +66,7 @@ class Attempt(BaseModel):
 class ResultAttempts(BaseModel):
     """Every attempt behind one packaged result (``problem``: why none could be read)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     result: str
     chosen: str = ""
@@ -78,7 +79,7 @@ class ResultAttempts(BaseModel):
 class AuditReport(BaseModel):
     """What ``suite audit --json`` prints and ``--sign`` attests."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     schema_version: int = AUDIT_SCHEMA_VERSION
     bundle: str

@@ -19,7 +19,6 @@ the packages, and the driver library and device nodes for an NVIDIA GPU.
 
 from __future__ import annotations
 
-import ctypes.util
 import functools
 import importlib.util
 import shutil
@@ -41,7 +40,8 @@ if TYPE_CHECKING:
 class BackendOptions(BaseModel):
     """Base of every backend's options model (``[backend.<name>]`` in config files)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # validators built at first use: a run imports models it never validates
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,8 @@ def nvidia_gpu_problem() -> str | None:
     Checks the driver's user-space library (``libcuda``) and a device node, the two
     things every CUDA framework needs, without initialising CUDA in this process.
     """
+    import ctypes.util  # here: ctypes is ~5 ms of every run's imports, needed only here
+
     has_driver = ctypes.util.find_library("cuda") is not None or any(
         Path(d).glob("libcuda.so*") for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64",
                                               "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib")

@@ -184,7 +184,8 @@ RULES: dict[RuleId, Rule] = {rule.id: rule for rule in [
 class ResultReport(BaseModel):
     """One ``<division>/<submitter>/results/<system>/<benchmark>/<scenario>`` (or run dir)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # validators built at first use: a run imports models it never validates
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str
     division: str | None
@@ -203,7 +204,7 @@ class ResultReport(BaseModel):
 
 
 class Summary(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     results: int
     valid_results: int
@@ -214,7 +215,7 @@ class Summary(BaseModel):
 class CheckReport(BaseModel):
     """What ``suite check --json`` prints."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     schema_version: int = REPORT_SCHEMA_VERSION
     tool: str

@@ -29,7 +29,6 @@ and the file it came from and suggesting the closest valid name.
 from __future__ import annotations
 
 import difflib
-import functools
 import os
 import platform
 import re
@@ -57,8 +56,13 @@ from suite.config.model import LoadGenConfig as LoadGenConfig
 from suite.config.model import RunConfig as RunConfig
 from suite.config.model import SutConfig as SutConfig
 from suite.config.model import _Section
-from suite.config.rules import DEFAULT_ROUND, RuleSet, available_rounds, load_rules
-from suite.config.toml import decode_utf8, parse_toml
+from suite.config.rules import (
+    DEFAULT_ROUND,
+    RuleSet,
+    available_rounds,
+    load_rules,
+    parsed_rules_file,
+)
 from suite.errors import ConfigError
 from suite.paths import Paths
 from suite.scenarios import Mode, Scenario
@@ -185,16 +189,11 @@ def every_round_benchmark(paths: Paths) -> tuple[str, ...]:
     for round_name in available_rounds(paths):
         if round_name.startswith("v"):  # only the names: the run's own round is validated
             path = paths.run_rules / f"{round_name}.toml"
-            names.update(dict.fromkeys(_benchmark_names(str(path), path.stat().st_mtime_ns)))
+            # parsed once per version of the file (``suite tune`` resolves a config per
+            # probe), and shared with ``load_rules``
+            data = parsed_rules_file(str(path), path.stat().st_mtime_ns)
+            names.update(dict.fromkeys(data.get("benchmarks", {})))
     return tuple(names)
-
-
-@functools.lru_cache(maxsize=16)
-def _benchmark_names(path: str, mtime_ns: int) -> tuple[str, ...]:
-    """A rules file's benchmark names, read once per version of the file (``suite tune``
-    resolves a config per probe)."""
-    data = parse_toml(decode_utf8(Path(path).read_bytes(), path), path)
-    return tuple(data.get("benchmarks", {}))
 
 
 def load_config(request: ConfigRequest, paths: Paths) -> tuple[RunConfig, RuleSet]:

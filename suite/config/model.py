@@ -30,7 +30,9 @@ MAX_QPS = 1e9
 class _Section(BaseModel):
     # allow_inf_nan=False: TOML and --set accept inf and nan, and no setting means either
     # (target_qps = inf once reached LoadGen's query-count arithmetic as a traceback).
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    # validators built at first use: a run imports models it never validates
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False,
+                              defer_build=True)
 
 
 class LoadGenConfig(_Section):
@@ -112,7 +114,7 @@ STAND_IN_SEED = 0
 class RunConfig(BaseModel):
     """The resolved, frozen configuration of one run, with provenance per key."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     benchmark: str
     scenario: Scenario

@@ -85,7 +85,8 @@ def _finding(rule: str, severity: str, key: str, source: str, message: str,
 class LintReport(BaseModel):
     """What ``suite lint --json`` prints (``suite/schemas/lint-report.schema.json``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # validators built at first use: a run imports models it never validates
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     schema_version: int = LINT_SCHEMA_VERSION
     findings: list[Finding] = Field(default_factory=list)

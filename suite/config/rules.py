@@ -8,6 +8,8 @@ turns it into the first config layer of a run (see ``loader``).
 from __future__ import annotations
 
 import difflib
+import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,8 @@ PATH_TEMPLATES = {"result", "performance_log", "performance_summary", "accuracy_
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # validators built at first use: a run imports models it never validates
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Seeds(_Strict):
@@ -288,6 +291,14 @@ def available_rounds(paths: Paths) -> list[str]:
     return sorted(p.stem for p in paths.run_rules.glob("*.toml"))
 
 
+@functools.lru_cache(maxsize=8)
+def parsed_rules_file(path: str, mtime_ns: int) -> Mapping[str, Any]:
+    """A rules file's TOML, parsed once per version of the file (~15 ms each): a run's
+    linter reads every round's benchmark names, then the run's own round's rules. Shared,
+    so read-only: a caller copies what it changes."""
+    return parse_toml(decode_utf8(Path(path).read_bytes(), path), path)
+
+
 def load_rules(paths: Paths, round_name: str = DEFAULT_ROUND) -> RuleSet:
     """Load and validate ``run_rules/<round_name>.toml``.
 
@@ -304,7 +315,7 @@ def load_rules(paths: Paths, round_name: str = DEFAULT_ROUND) -> RuleSet:
             hint=_did_you_mean(round_name, rounds),
         )
     try:
-        data = parse_toml(decode_utf8(path.read_bytes(), str(path)), str(path))
+        data = parsed_rules_file(str(path), path.stat().st_mtime_ns)
         return RuleSet.model_validate({**data, "source": path})
     except ValidationError as exc:
         first = exc.errors()[0]

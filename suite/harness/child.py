@@ -53,7 +53,8 @@ NETWORK_SUT_NAME = "infersuite Network SUT"
 class ChildSpec(BaseModel):
     """Everything the child needs, written by the parent as ``child_spec.json``."""
 
-    model_config = ConfigDict(extra="forbid")
+    # validators built at first use: a run imports models it never validates
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     home: Path
     test_dir: Path

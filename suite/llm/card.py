@@ -22,7 +22,8 @@ __all__ = ["INTERACTIVE_SUFFIX", "LLMCard", "card_name", "load_llm_card", "verif
 
 
 class _Card(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # validators built at first use: a run imports models it never validates
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
 
 class LLMModelFiles(_Card):

@@ -52,7 +52,8 @@ class RunDirError(SuiteError):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # validators built at first use: a run imports models it never validates
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class ConfigChange(_Frozen):

@@ -58,7 +58,6 @@ def _die_with_parent() -> None:
     """Ask Linux to kill this worker when the LoadGen process dies, however it dies: a
     worker hung in a backend call would otherwise outlive it and hold its memory."""
     import ctypes
-    import ctypes.util
     import os
     import signal
     import sys
@@ -66,7 +65,7 @@ def _die_with_parent() -> None:
     if sys.platform != "linux":
         return  # elsewhere the LoadGen process's own exit paths stop the workers
     pr_set_pdeathsig = 1
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc = ctypes.CDLL(None, use_errno=True)  # libc's symbols, without ldconfig -p
     libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
     if os.getppid() == 1:  # the parent died before the request took effect
         os._exit(1)
