@@ -108,7 +108,10 @@ def measure(threads: int = 1, timeout_s: float = 120.0) -> Ceiling:
         proc = subprocess.run([sys.executable, "-m", __name__, out, str(threads)],
                               capture_output=True, text=True, timeout=timeout_s, check=False)
         if proc.returncode != 0:
-            raise _CeilingFailed(f"the LoadGen ceiling test failed: {proc.stderr[-500:]}",
+            ended = (f"killed by signal {-proc.returncode}" if proc.returncode < 0
+                     else f"exit code {proc.returncode}")
+            raise _CeilingFailed(f"the LoadGen ceiling test failed ({ended}): "
+                                 f"{proc.stderr[-500:].strip() or 'nothing on stderr'}",
                                  hint="the Offline query keeps the scenario file's guess")
         rate = float(proc.stdout.strip().splitlines()[-1])
     load = max(load, load_average())
