@@ -112,7 +112,8 @@ def measure(threads: int = 1, timeout_s: float = 120.0) -> Ceiling:
                      else f"exit code {proc.returncode}")
             raise _CeilingFailed(f"the LoadGen ceiling test failed ({ended}): "
                                  f"{proc.stderr[-500:].strip() or 'nothing on stderr'}",
-                                 hint="the Offline query keeps the scenario file's guess")
+                                 hint="the warm-up rate alone sizes the Offline query; "
+                                      "offline_rate.json records this as ceiling_source")
         rate = float(proc.stdout.strip().splitlines()[-1])
     load = max(load, load_average())
     return Ceiling(samples_per_s=rate, threads=threads, load_average=round(load, 2), cores=cores,
