@@ -310,8 +310,9 @@ def compare(engine_python: str, tmp: Path, *, requests: int = 256, rounds: int =
                               "output_tokens": TOKENS, "rounds": rounds, "prompts": prompts,
                               "engine_cpu": SERVER_CPU, "client_cpu": CLIENT_CPU}
     wrapper = engine_wrapper(tmp, engine_python)
+    # full: vLLM's own defaults (compiled, one process per part), as these figures were taken
     with api.serve_llm("tinylm", "vllm", tmp / "engine", python=wrapper,
-                       timeout_s=600) as engine:
+                       timeout_s=600, start="full") as engine:
         pid = engine.process.pid
         report["engine_affinity_at_start"] = tree_affinity(pid)
         model_dir = tmp / "engine" / "tinylm-hf"

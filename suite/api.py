@@ -248,16 +248,20 @@ def first_exited(running: list[Replica], poll_s: float = 0.5) -> Replica:
 def serve_llm(benchmark: str, engine: str, workdir: Path | None = None, *, port: int = 0,
               host: str = "127.0.0.1", python: str | None = None,
               model_dir: Path | None = None, paths: Paths | None = None,
-              timeout_s: float = 300.0) -> Iterator[RunningEngine]:
+              timeout_s: float = 300.0, start: str = "auto") -> Iterator[RunningEngine]:
     """An LLM card's model on a real engine while the block runs: exported (and checked)
     into ``workdir`` unless ``model_dir`` is given, served on ``port`` (0: a free one),
-    stopped however the block ends."""
+    started as ``start`` says (``suite.serve.llm_engines.ENGINE_STARTS``), stopped however
+    the block ends."""
     from suite.serve.launcher import free_port
-    from suite.serve.llm_engines import ENGINES, start_engine, stop_engine
+    from suite.serve.llm_engines import ENGINE_STARTS, ENGINES, start_engine, stop_engine
 
     paths = paths or find_paths()
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine '{engine}'", hint=f"choose {', '.join(ENGINES)}")
+    if start not in ENGINE_STARTS:
+        raise ConfigError(f"unknown engine start '{start}'",
+                          hint=f"choose {', '.join(ENGINE_STARTS)}")
     card = _llm_card(paths, benchmark, "--engine serves LLM benchmarks (tinylm)")
     root = workdir or Path(tempfile.mkdtemp(prefix="suite-engine-"))
     if model_dir is None:
@@ -265,7 +269,8 @@ def serve_llm(benchmark: str, engine: str, workdir: Path | None = None, *, port:
         export(benchmark, model_dir, verify_samples=4, force=True, paths=paths)
     running = start_engine(engine, model_dir, card.name, port or free_port(host),
                            root / f"{engine}.log", host=host, python=python,
-                           max_model_len=card.arch.block_size, timeout_s=timeout_s)
+                           max_model_len=card.arch.block_size, timeout_s=timeout_s,
+                           start=start)
     try:
         yield running
     finally:

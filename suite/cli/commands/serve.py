@@ -35,6 +35,10 @@ import click
 @click.option("--engine-python", metavar="PYTHON",
               help="--engine: the interpreter that has the engine installed (default: "
                    "$SUITE_ENGINE_PYTHON, else this one; `make engine-vllm` makes one)")
+@click.option("--engine-start", type=click.Choice(["auto", "quick", "full"]), default="auto",
+              show_default=True,
+              help="--engine vllm: quick (no compilation, one process: about half the start "
+                   "time on a CPU), full (vLLM's defaults); auto: quick unless a GPU is usable")
 @click.option("--port", default=0, type=click.IntRange(0, 65535),
               help="--engine: the port (0: a free one)")
 @click.option("--model-dir", type=click.Path(path_type=Path, file_okay=False),
@@ -42,15 +46,16 @@ import click
 def serve_command(benchmark: str, replicas: int, host: str, max_batch_size: int,
                   model_path: Path | None, workdir: Path | None,
                   write_triton_repo: Path | None, write_kserve_manifest: Path | None,
-                  storage_uri: str, engine: str | None, engine_python: str | None, port: int,
-                  model_dir: Path | None) -> int:
+                  storage_uri: str, engine: str | None, engine_python: str | None,
+                  engine_start: str, port: int, model_dir: Path | None) -> int:
     """Serve the benchmark's model on N MLServer replicas and print the endpoints;
     with --engine, an LLM card's model on a real engine, printing its URL."""
     from suite import api
     from suite.cli.render import serving_lines
 
     if engine is not None:
-        return _serve_engine(benchmark, engine, workdir, port, host, engine_python, model_dir)
+        return _serve_engine(benchmark, engine, workdir, port, host, engine_python, model_dir,
+                             engine_start)
 
     card = api.serve_card(benchmark, model_path)
     if write_triton_repo or write_kserve_manifest:
@@ -69,14 +74,14 @@ def serve_command(benchmark: str, replicas: int, host: str, max_batch_size: int,
 
 
 def _serve_engine(benchmark: str, engine: str, workdir: Path | None, port: int, host: str,
-                  python: str | None, model_dir: Path | None) -> int:
+                  python: str | None, model_dir: Path | None, start: str) -> int:
     """Serve until Ctrl-C (exit 130) or until the engine exits on its own (exit 1)."""
     import time
 
     from suite import api
 
     with api.serve_llm(benchmark, engine, workdir, port=port, host=host, python=python,
-                       model_dir=model_dir) as running:
+                       model_dir=model_dir, start=start) as running:
         click.echo(f"{benchmark} served by {engine} at {running.url} (model "
                    f"'{running.model}'; log {running.log})")
         click.echo(f"  suite run --benchmark {benchmark} --backend openai --url {running.url}")

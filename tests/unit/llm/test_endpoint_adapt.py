@@ -130,6 +130,34 @@ def test_the_engine_starts_under_the_cards_name_in_a_directory_of_its_own(
     assert (served / "tinylm").resolve() == model.resolve()
 
 
+def test_vllm_starts_quick_without_a_gpu_and_with_its_own_defaults_when_full(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from suite.backends import base
+    from suite.serve import llm_engines as engines
+
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    quick, quick_env = engines.engine_command("vllm", "/py", tmp_path, "tinylm", "127.0.0.1",
+                                              9, 192, "quick")
+    full, full_env = engines.engine_command("vllm", "/py", tmp_path, "tinylm", "127.0.0.1",
+                                            9, 192, "full")
+    assert quick[:len(full)] == full and quick[len(full):] == list(engines.VLLM_QUICK_ARGS)
+    assert "--enforce-eager" in quick and "--enforce-eager" not in full
+    assert quick_env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in full_env
+    # the user's own setting wins over the quick start's
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+    assert engines.engine_command("vllm", "/py", tmp_path, "tinylm", "127.0.0.1", 9, 192,
+                                  "quick")[1]["VLLM_ENABLE_V1_MULTIPROCESSING"] == "1"
+    # auto: quick where no GPU can be used, vLLM's defaults where one can
+    monkeypatch.setattr(base, "nvidia_gpu_problem", lambda: "no NVIDIA GPU: test")
+    assert engines.resolved_start("auto") == "quick"
+    monkeypatch.setattr(base, "nvidia_gpu_problem", lambda: None)
+    assert engines.resolved_start("auto") == "full"
+    assert engines.resolved_start("quick") == "quick"
+    with pytest.raises(engines.EngineError, match="unknown engine start 'fast'"):
+        engines.resolved_start("fast")
+
+
 def test_a_transformers_without_this_cli_is_refused_in_one_line(tmp_path: Path) -> None:
     from suite.serve.llm_engines import EngineError, check_transformers
 
