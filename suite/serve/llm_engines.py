@@ -13,10 +13,11 @@ Engines, with what each needed to start here (``docs/llm-endpoints.md``):
   context as ``--max-model-len``. It streams token ids (``return_token_ids``). Started
   ``quick`` (``ENGINE_STARTS``; the default where no NVIDIA GPU can be used: the CPU
   build), it skips torch.compile (``--enforce-eager``) and runs the engine core and the
-  model in the server's process (``--distributed-executor-backend uni``,
-  ``VLLM_ENABLE_V1_MULTIPROCESSING=0``): on this project's 2-core machine, cold, ready in
-  36 s instead of 87 s, 128 x 64 tokens in 4.0 s instead of 3.5-3.8 s. ``full`` is
-  vLLM's own defaults (what a GPU gets: compiled, CUDA graphs, one process per part).
+  model in one process (``--distributed-executor-backend uni``,
+  ``VLLM_ENABLE_V1_MULTIPROCESSING=0``) on one OpenMP thread: on this project's 2-core
+  machine, cold, ready in 33 s instead of 95 s; 128 x 64 tokens in 3.0 s and 4.0 CPU-s
+  instead of 4.1 s and 7.7; 100 requests at 10/s in 12.9 CPU-s instead of 34.7. ``full``
+  is vLLM's own defaults (what a GPU gets: compiled, CUDA graphs, one process per part).
 * ``transformers``: ``python -m transformers.cli.transformers serve NAME`` (5.24: the
   model is the positional argument, and ``/v1/models`` lists it by that argument exactly
   as given, so the engine runs in a directory where ``NAME`` links to the model),
@@ -52,7 +53,10 @@ ENGINES = ("vllm", "transformers")
 ENGINE_STARTS = ("auto", "quick", "full")
 #: vLLM's ``quick`` start: its flags and environment (the module docstring's figures).
 VLLM_QUICK_ARGS = ("--enforce-eager", "--distributed-executor-backend", "uni")
-VLLM_QUICK_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+#: One OpenMP thread: in one process the CPU build cannot lower torch's threads after its
+#: own binding, and two threads spin between requests (100 requests at 10/s: 20.8 CPU-s
+#: against 12.9 with one thread).
+VLLM_QUICK_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
 #: The ``transformers serve`` versions started here: (lowest, first refused), as
 #: ``major.minor``; tested with 5.24.0 (``docs/llm-endpoints.md``).
 TRANSFORMERS_VERSIONS = ((5, 24), (6, 0))

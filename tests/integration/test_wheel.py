@@ -116,18 +116,23 @@ def test_installed_wheel_runs_the_demo_from_an_empty_directory(installed: Path,
 
     demo = subprocess.run([str(bin_dir / "suite"), "demo", "--quick"], cwd=work, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
-    # A verdict, never an error: whether every quick test is VALID depends on the
-    # machine's speed (issue 29: the demo sizes its tests from what the machine showed),
-    # so a demo INVALID for a speed condition alone is a timing miss (below); a failed
-    # test, an accuracy below its target or LoadGen errors fail here.
-    assert demo.returncode in (0, 2), demo.stdout[-3000:] + demo.stderr[-3000:]
+    # Whether every quick test is VALID depends on the machine's speed (issue 29: the demo
+    # sizes its tests from what the machine showed), so a demo INVALID for a speed
+    # condition alone is a timing miss (below); a failed test, an accuracy below its
+    # target or LoadGen errors fail here.
     runs = home / "data" / "infersuite" / "runs"
     results = sorted(runs.glob("*/result.json"))
     assert len(results) == 4, sorted(p.name for p in runs.iterdir())
     statuses = {json.loads(p.read_text())["status"] for p in results}
-    assert statuses <= {"VALID", "INVALID"} and (demo.returncode == 0) == (statuses == {"VALID"})
-    speed = invalid_only_by_timing(RunResult.load(p) for p in results)
-    assert bool(speed) == (demo.returncode == 2), speed
+    assert statuses <= {"VALID", "INVALID"}, statuses
+    speed = invalid_only_by_timing(RunResult.load(p) for p in results)  # or fails: not speed
+    # The demo proves the install (suite/cli/commands/demo.py, demo_exit_code): every step
+    # worked, so it exits 0, a test INVALID for speed alone included, which one line
+    # explains by the machine's load
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert bool(speed) == ("INVALID" in statuses), speed
+    assert bool(speed) == any(state in demo.stdout for state in (
+        "the machine was busy", "the machine looked quiet")), demo.stdout[-2000:]
     assert list(work.iterdir()) == []  # the state went to the user's directories
     assert _digest(package) == before  # and nothing into the installed package
 

@@ -136,6 +136,7 @@ def test_vllm_starts_quick_without_a_gpu_and_with_its_own_defaults_when_full(
     from suite.serve import llm_engines as engines
 
     monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     quick, quick_env = engines.engine_command("vllm", "/py", tmp_path, "tinylm", "127.0.0.1",
                                               9, 192, "quick")
     full, full_env = engines.engine_command("vllm", "/py", tmp_path, "tinylm", "127.0.0.1",
@@ -143,7 +144,8 @@ def test_vllm_starts_quick_without_a_gpu_and_with_its_own_defaults_when_full(
     assert quick[:len(full)] == full and quick[len(full):] == list(engines.VLLM_QUICK_ARGS)
     assert "--enforce-eager" in quick and "--enforce-eager" not in full
     assert quick_env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
-    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in full_env
+    assert quick_env["OMP_NUM_THREADS"] == "1"
+    assert not {"VLLM_ENABLE_V1_MULTIPROCESSING", "OMP_NUM_THREADS"} & set(full_env)
     # the user's own setting wins over the quick start's
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
     assert engines.engine_command("vllm", "/py", tmp_path, "tinylm", "127.0.0.1", 9, 192,
