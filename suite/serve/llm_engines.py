@@ -15,9 +15,10 @@ Engines, with what each needed to start here (``docs/llm-endpoints.md``):
   build), it skips torch.compile (``--enforce-eager``) and runs the engine core and the
   model in one process (``--distributed-executor-backend uni``,
   ``VLLM_ENABLE_V1_MULTIPROCESSING=0``) on one OpenMP thread: on this project's 2-core
-  machine, cold, ready in 33 s instead of 95 s; 128 x 64 tokens in 3.0 s and 4.0 CPU-s
-  instead of 4.1 s and 7.7; 100 requests at 10/s in 12.9 CPU-s instead of 34.7. ``full``
-  is vLLM's own defaults (what a GPU gets: compiled, CUDA graphs, one process per part).
+  machine, cold (``bench/bench_engine_start.py``), ready in 0.58 of the time and 0.56 of
+  the CPU; 128 x 64 tokens in 1.08 of the time and 0.70 of the CPU; 100 requests at 10/s
+  in 0.65 of the CPU. ``full`` is vLLM's own defaults (what a GPU gets: compiled, CUDA
+  graphs, one process per part).
 * ``transformers``: ``python -m transformers.cli.transformers serve NAME`` (5.24: the
   model is the positional argument, and ``/v1/models`` lists it by that argument exactly
   as given, so the engine runs in a directory where ``NAME`` links to the model),
@@ -114,8 +115,8 @@ def engine_command(engine: str, python: str, model_dir: Path, name: str, host: s
     if engine == "vllm":
         env.update({"VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")})
         quick = start == "quick"
-        env.update({k: os.environ.get(k, v) for k, v in VLLM_QUICK_ENV.items()} if quick
-                   else {})
+        if quick:  # the user's own values win
+            env.update({k: os.environ.get(k, v) for k, v in VLLM_QUICK_ENV.items()})
         return [python, "-m", "vllm.entrypoints.openai.api_server", "--model",
                 str(model_dir.resolve()), "--served-model-name", name, "--host", host,
                 "--port", str(port), "--dtype", "float32",

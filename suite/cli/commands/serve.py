@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from suite.serve.llm_engines import ENGINE_STARTS
+
 
 @click.command("serve")
 @click.option("--benchmark", default="digits", show_default=True,
@@ -35,7 +37,7 @@ import click
 @click.option("--engine-python", metavar="PYTHON",
               help="--engine: the interpreter that has the engine installed (default: "
                    "$SUITE_ENGINE_PYTHON, else this one; `make engine-vllm` makes one)")
-@click.option("--engine-start", type=click.Choice(["auto", "quick", "full"]), default="auto",
+@click.option("--engine-start", type=click.Choice(ENGINE_STARTS), default="auto",
               show_default=True,
               help="--engine vllm: quick (no compilation, one process: about half the start "
                    "time on a CPU), full (vLLM's defaults); auto: quick unless a GPU is usable")
