@@ -158,3 +158,29 @@ def test_a_failed_ceiling_measurement_keeps_the_warm_up_rate(
     assert rate.ceiling_source == ("not measured: the LoadGen ceiling test failed (killed by "
                                    "signal 11): nothing on stderr")
     assert "and LoadGen's ceiling" not in rate.source  # no ceiling figure went into it
+
+
+@pytest.mark.parametrize(("codes", "calls", "measured"), [
+    ((-11, 0), 2, True),    # one crash inside LoadGen: tried again, measured
+    ((-11, -11), 2, False),  # two: the ceiling is not measured
+    ((1, 0), 1, False),     # an exit code is the child's own verdict: not retried
+])
+def test_a_crashed_ceiling_test_is_tried_once_more(
+        monkeypatch: pytest.MonkeyPatch, codes: tuple[int, int], calls: int,
+        measured: bool) -> None:
+    import subprocess
+
+    made: list[list[str]] = []
+
+    def run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        made.append(command)
+        return subprocess.CompletedProcess(command, codes[len(made) - 1], "12345.5\n", "")
+
+    monkeypatch.setattr(loadgen_ceiling.subprocess, "run", run)
+    if measured:
+        assert loadgen_ceiling.measure(2).samples_per_s == 12345.5
+    else:
+        with pytest.raises(loadgen_ceiling._CeilingFailed, match="the LoadGen ceiling test "
+                                                                 "failed"):
+            loadgen_ceiling.measure(2)
+    assert len(made) == calls
