@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -32,8 +33,11 @@ pytest_plugins = ["tests.support.backend_variants", "tests.support.round_trees",
 
 # The user's config directory (tuned settings, default keys) is the test session's own:
 # settings `suite tune` wrote on this machine must not change what a test run does.
+# Removed when the process ends: each pytest process (the controller and every xdist
+# worker) makes one, and they used to pile up in the system's temporary directory.
 _CONFIG_HOME = tempfile.mkdtemp(prefix="suite-tests-config-")
 os.environ["XDG_CONFIG_HOME"] = _CONFIG_HOME  # in-process calls too (suite.paths)
+atexit.register(shutil.rmtree, _CONFIG_HOME, True)
 
 # A session started in the background by a non-interactive shell (`make test &`, nohup in
 # a script) inherits SIGINT ignored, and so would every `suite` it starts (an ignored

@@ -125,7 +125,8 @@ class RunConfig(BaseModel):
     runs_dir: Path
     loadgen: LoadGenConfig
     sut: SutConfig
-    data: DataConfig = DataConfig()
+    # a factory, not an instance: an instance built the model's validator at import
+    data: DataConfig = Field(default_factory=DataConfig)
     backend_options: dict[str, Any]
     provenance: dict[str, str]
     overridden_rules: dict[str, str]

@@ -195,7 +195,8 @@ class BenchmarkRules(_Strict):
     scenarios: dict[Scenario, ScenarioRules] = {}
     #: The checker's ``min-queries`` per scenario (enforced for Offline only).
     checker_min_queries: dict[Scenario, int] = {}
-    checker: CheckerRules = CheckerRules()
+    # a factory, not an instance: an instance built the model's validator at import
+    checker: CheckerRules = Field(default_factory=CheckerRules)
     #: Equal-issue mode: mlperf.conf's ``sample_concatenate_permutation = 1`` (3d-unet,
     #: whisper, the LLMs, rgat). LoadGen then pads a performance run to whole permutations
     #: of the loaded samples (``harness.settings`` writes the line).

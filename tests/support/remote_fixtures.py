@@ -118,7 +118,16 @@ def ensure_contract_servers() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="contract-remote-"))
     _contract[:] = start_replicas(card, 2, workdir, max_batch_size=256,
                                   ports=CONTRACT_PORTS)
-    atexit.register(stop_replicas, list(_contract))
+    atexit.register(_stop_and_remove, list(_contract), workdir)
+
+
+def _stop_and_remove(replicas: list[Replica], workdir: Path) -> None:
+    """Stop the session's contract servers, then remove their directory (each session
+    made one in the system's temporary directory and left it behind)."""
+    import shutil
+
+    stop_replicas(replicas)
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 # -- client worker processes for the run record's tests --------------------------------
