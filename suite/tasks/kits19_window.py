@@ -145,7 +145,31 @@ def segment(image: Floats, predict: PatchCall, *, batch: int = 1,
             region = norm[window.where]
             region += patch_map
     result /= norm
-    labels: Labels = np.argmax(result, axis=0).astype(np.uint8)
+    return class_argmax(result)
+
+
+def class_argmax(scores: Floats) -> Labels:
+    """``np.argmax(scores, axis=0).astype(np.uint8)`` for a (classes, D, H, W) array, as a
+    few element-wise passes per class instead of numpy's reduction over the outer axis,
+    which walks the volume a class's stride at a time (a 192x192x128 case: about 100 ms
+    against 10). The same answer for every input: ties keep the earlier class, and a NaN
+    counts as the largest value, its first class winning (numpy's rule)."""
+    best = scores[0].copy()
+    labels: Labels = np.zeros(scores.shape[1:], dtype=np.uint8)
+    wins = np.empty(best.shape, dtype=bool)
+    below = np.empty(best.shape, dtype=bool)
+    marked = np.empty(best.shape, dtype=np.uint8)
+    for label in range(1, scores.shape[0]):
+        # Both rules in one mask: `not (v <= best)` holds where v is larger or either is a
+        # NaN, and `best == best` leaves out the voxels whose best is already a NaN.
+        np.less_equal(scores[label], best, out=below)
+        np.equal(best, best, out=wins)
+        np.greater(wins, below, out=wins)
+        # Each class's label is above every label set before it, so "label where it wins"
+        # is the maximum of the labels so far and wins x label.
+        np.multiply(wins.view(np.uint8), np.uint8(label), out=marked)
+        np.maximum(labels, marked, out=labels)
+        np.maximum(best, scores[label], out=best)
     return labels
 
 

@@ -41,7 +41,13 @@ from suite.models import card_name
 from suite.tasks import TASKS
 from suite.tasks.kits19 import Kits19Data, Kits19Task
 from suite.tasks.kits19_standin import nifti_bytes
-from suite.tasks.kits19_window import case_dice, gaussian_map, segment, window_starts
+from suite.tasks.kits19_window import (
+    case_dice,
+    class_argmax,
+    gaussian_map,
+    segment,
+    window_starts,
+)
 from tests.conftest import REPO
 from tests.support import kits19_fixture as fx
 
@@ -124,6 +130,21 @@ def test_batched_patches_give_the_same_labels() -> None:
     labels = segment(fx.volume(shape), model, batch=3)
     assert sizes == [3, 1]
     assert hashlib.sha256(labels.tobytes()).hexdigest() == REFERENCE_BLEND[shape][0]
+
+
+@pytest.mark.parametrize("classes", [2, 3, 5])
+def test_class_argmax_is_numpys_argmax_ties_and_nans_included(classes: int) -> None:
+    rng = np.random.default_rng(classes)
+    # few distinct values: many ties; NaNs in any class, and voxels that are all NaN (an
+    # uncovered voxel's 0/0)
+    scores = rng.integers(0, 3, (classes, 6, 7, 9)).astype(np.float32)
+    scores[rng.random(scores.shape) < 0.15] = np.nan
+    scores[:, 0, 0, :] = np.nan
+    expected = np.argmax(scores, axis=0).astype(np.uint8)
+    labels = class_argmax(scores)
+    assert labels.dtype == np.uint8 and labels.shape == scores.shape[1:]
+    assert np.array_equal(labels, expected)
+    assert set(np.unique(labels).tolist()) == set(range(classes))  # every class wins somewhere
 
 
 def _write_dataset(root: Path, cases: list[tuple[str, np.ndarray]],
