@@ -13,7 +13,13 @@ the per-round ratio ours / plain (the machine is shared: the ratio is the figure
 The MLPerf reference harness is not installed here (no network to GitHub): its figure
 (``REFERENCE_S``) is issue 40's measurement on a quiet 2-core machine, two interleaved
 rounds, the same way (process start to exit minus LoadGen's test duration), and the
-report labels it so. docs/tuning.md says how to measure it beside ours.
+report labels it so. docs/tuning.md says how to measure it beside ours. ``--reference
+PATH`` (an mlcommons/inference checkout) measures it here instead (``reference_harness``):
+its ``main.py``, unmodified, on our validation arrays converted by the bench into its
+``--use_preprocessed_dataset`` layout (it has no digits dataset), the same digits.onnx and
+our run's LoadGen settings, once per round right after the plain harness, checked to be the
+same test as ours and to complete; the report gives each round's value, the per-round ratio
+ours / reference, their medians and its command line.
 
 The fixed cost is split by the files the run writes (their mtimes, same clock):
 ``parent_s`` from the process start to the child's spec (imports, pre-flight, config,
@@ -29,6 +35,7 @@ processes on every run (~0.2 s that no user pays). ``--compare REV`` measures th
 a git revision too, interleaved run by run with this one.
 
     python bench/bench_fixed_cost.py [--repeats 5] [--this HEAD] [--compare HEAD~3]
+                                     [--reference CHECKOUT]
 """
 
 from __future__ import annotations
@@ -166,15 +173,23 @@ def run_batch(runs: Path) -> int:
 
 
 def measure(tmp: Path, repeats: int = 3, compare: Path | None = None,
-            this: Path = REPO) -> dict[str, Any]:
+            this: Path = REPO, reference: Path | None = None) -> dict[str, Any]:
     """The end-to-end fixed cost of a quick digits Offline run on its default backend
     (median of ``repeats``) in the tree ``this``, interleaved with the plain LoadGen
-    harness on the same settings; with ``compare`` (another tree), that tree too."""
+    harness on the same settings; with ``compare`` (another tree), that tree too; with
+    ``reference`` (a checkout), the MLPerf reference harness too."""
     trees = {"this": this} if compare is None else {"this": this, "compare": compare}
     tmp.mkdir(parents=True, exist_ok=True)
+    theirs = None
     for name, tree in trees.items():
         _compile(tree)
         _one_run(tree, tmp / f"warmup-{name}", ())  # warms the OS's file cache too
+    if reference is not None:
+        import reference_harness  # imports this module: only when asked
+
+        theirs = reference_harness.DigitsReference(reference, digits_data(), DIGITS_ONNX, tmp)
+        # A first run, not measured: the OS's file cache, main.py's bytecode.
+        theirs.after(tmp / "warmup-this", "warmup", run_batch(tmp / "warmup-this"))
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     imports: dict[str, list[float]] = {name: [] for name in trees}
     plain: list[float] = []
@@ -190,6 +205,8 @@ def measure(tmp: Path, repeats: int = 3, compare: Path | None = None,
             samples[name].append(_one_run(tree, tmp / f"runs-{name}-{i}", ()))
         runs = tmp / f"runs-this-{i}"
         plain.append(plain_run(runs, DIGITS_ONNX, digits_data(), "ort", run_batch(runs)))
+        if theirs is not None and (result := theirs.after(runs, str(i), run_batch(runs))):
+            theirs.rounds.append(result)
         # The earlier measure (issue 29's settings): the null backend at a stated rate.
         stated.append(_one_run(this, tmp / f"runs-stated-{i}", STATED))
         stated_plain.append(plain_run(tmp / f"runs-stated-{i}", DIGITS_ONNX, digits_data(),
@@ -210,6 +227,13 @@ def measure(tmp: Path, repeats: int = 3, compare: Path | None = None,
                                   "args": " ".join(STATED),
                                   "fixed_cost_s": _median([s["fixed"] for s in stated]),
                                   "plain_loadgen_fixed_s": _median(stated_plain)}}
+    if theirs is not None:
+        # Measured here (None, with reference_error, when it failed); the issue's figure
+        # stays under its own name.
+        del report["reference_source"]
+        report.update({"reference_fixed_s": None, "reference_issue_40_s": REFERENCE_S,
+                       "reference_issue_40_source": REFERENCE_SOURCE,
+                       **theirs.report([s["fixed"] for s in samples["this"]])})
     if compare is not None:
         report["compare"] = _summary(samples["compare"], imports["compare"])
         # Per-round ratios: both trees ran back to back, under the same load.
@@ -238,12 +262,20 @@ def main() -> int:
                         help="also measure the tree at this git revision, interleaved")
     parser.add_argument("--this", metavar="REV",
                         help="measure the tree at this revision (default: the working tree)")
+    parser.add_argument("--reference", metavar="PATH_TO_INFERENCE_CHECKOUT", type=Path,
+                        help="also measure the MLPerf reference harness (its main.py) in "
+                             "this mlcommons/inference checkout, interleaved")
     args = parser.parse_args()
+    if args.reference is not None:
+        import reference_harness
+
+        reference_harness.reference_main(args.reference)  # fails now, not after a round
     with tempfile.TemporaryDirectory(prefix="bench-fixed-") as directory:
         tmp = Path(directory)
         compare = _export(args.compare, tmp / "compare-tree") if args.compare else None
         this = _export(args.this, tmp / "this-tree") if args.this else REPO
-        report = measure(tmp / "work", args.repeats, compare, this)
+        report = measure(tmp / "work", args.repeats, compare, this,
+                         args.reference and args.reference.resolve())
     report["revision"] = args.this or "working tree"
     if args.compare:
         report["compare"]["revision"] = args.compare
