@@ -41,8 +41,8 @@ atexit.register(shutil.rmtree, _CONFIG_HOME, True)
 
 # The suite's bytecode, compiled once by the controller before any worker or subprocess
 # starts. Every LoadGen child (`python -m suite.harness.child`), server and engine a test
-# starts is a fresh interpreter, and where PYTHONDONTWRITEBYTECODE is set (this project's
-# machines and CI set it) each one compiled every suite module it imports from source
+# starts is a fresh interpreter, and where PYTHONDONTWRITEBYTECODE is set (as on this
+# project's machines) each one compiled every suite module it imports from source
 # again: about 0.06 CPU-s a child, hundreds of times a session. Python still reads bytecode
 # under that variable; it only never writes it. The files go where Python puts them
 # (suite/**/__pycache__, ignored by git) and are checked against their sources' mtime and
