@@ -129,17 +129,16 @@ SAME_TEST = ("effective_samples_per_query", "effective_target_qps",
 
 
 def sample_counts(detail_log: Path) -> dict[str, Any]:
-    """What LoadGen ran in a test (ours or the reference's, to compare): its counts."""
+    """What LoadGen ran in a test (ours or the reference's, to compare): its counts, read
+    by the suite's own detail-log parser (the first value of a repeated key, as the
+    checker reads it)."""
+    from suite.logs import parse_detail_log
+
     wanted = ("samples_per_query", "min_duration", "min_query_count", "qsl_reported_total_count",
               "qsl_reported_performance_count", "effective_min_duration_ms",
               "effective_min_query_count", "effective_samples_per_query", *SAME_TEST)
-    found: dict[str, Any] = {}
-    for line in detail_log.read_text(encoding="utf-8").splitlines():
-        if line.startswith(":::MLLOG"):
-            record = json.loads(line.split(" ", 1)[1])
-            if record.get("key") in wanted:
-                found[record["key"]] = record.get("value")
-    return found
+    values = parse_detail_log(detail_log).values
+    return {key: values[key] for key in wanted if key in values}
 
 
 def shell_line(args: list[str]) -> str:
